@@ -1,0 +1,1 @@
+//! zns-device: placeholder (being written).

@@ -1,0 +1,1 @@
+//! zns-sim: placeholder (being written).
