@@ -90,20 +90,17 @@ impl ZoneState {
     }
 }
 
-/// Zone type (descriptor byte 0). NVMe ZNS defines only sequential-write-required;
-/// `Conventional` (ZBC's 1h) is offered for randomly writable zones at the start of
-/// a zoned namespace, a non-standard extension (FEMU has the same) kept for hosts
-/// that want conventional zones.
+/// Zone type (descriptor byte 0). NVMe ZNS defines only sequential-write-required
+/// (2h); randomly writable space is offered as a separate conventional namespace
+/// (as the ZN540 does), not as conventional zones.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum ZoneType {
     SequentialWriteRequired,
-    Conventional,
 }
 
 impl ZoneType {
     pub fn code(self) -> u8 {
         match self {
-            ZoneType::Conventional => 0x1,
             ZoneType::SequentialWriteRequired => 0x2,
         }
     }
@@ -253,8 +250,6 @@ pub struct ZonedConfig {
     pub zone_size_lbas: u64,
     /// Zone capacity (ZCAP), in LBAs; ≤ zone size.
     pub zone_capacity_lbas: u64,
-    /// The first `conventional_zone_count` zones are randomly writable (non-standard).
-    pub conventional_zone_count: u32,
     /// MOR + 1; 0 = no limit.
     pub max_open_zones: u32,
     /// MAR + 1; 0 = no limit.
@@ -312,12 +307,6 @@ impl ZonedConfig {
             .is_none()
         {
             return Err("zone_count × zone_size_lbas overflows 64 bits".into());
-        }
-        if self.conventional_zone_count > self.zone_count {
-            return Err(format!(
-                "conventional_zone_count = {}: more than zone_count ({})",
-                self.conventional_zone_count, self.zone_count
-            ));
         }
         if self.max_active_zones != 0 && self.max_open_zones > self.max_active_zones {
             return Err(format!(

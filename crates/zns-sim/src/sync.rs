@@ -1,0 +1,1 @@
+//! Sync primitives: being written.

@@ -1,0 +1,1 @@
+//! Timing model: being written.
