@@ -11,7 +11,9 @@
 pub mod device;
 pub mod status;
 pub mod types;
+pub mod zones;
 
 pub use device::{BlockDevice, CmdFuture, IoFlags, ZonedDevice};
 pub use status::{NvmeError, NvmeStatus};
 pub use types::*;
+pub use zones::*;
