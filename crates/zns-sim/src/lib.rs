@@ -8,8 +8,10 @@
 //! when it is submitted, from the busy-until times of the resources it needs.
 //! Nothing here does I/O to real files.
 
+pub mod rng;
 pub mod runtime;
 pub mod sync;
 pub mod timing;
 
-pub use runtime::{Handle, JoinHandle, Runtime};
+pub use rng::SimRng;
+pub use runtime::{Handle, JoinHandle, Remote, Runtime, Sleep};
