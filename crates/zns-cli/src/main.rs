@@ -1,1 +1,772 @@
-fn main() {}
+//! `zns`: the command-line face of znskit. Every subcommand parses its
+//! arguments, calls into the libraries (zns-device, zns-sim) and prints the
+//! result as text (nvme-cli / blkzone style) or, with `--json`, as JSON.
+//!
+//! Exit codes: 0 success; 1 the device rejected a command (NVMe status printed);
+//! 2 wrong arguments; 3 bad input (profile, trace or image malformed or
+//! corrupt); 4 an I/O error on a file.
+
+mod output;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use zns_core::{IoFlags, NvmeError, ReportFilter, ZoneAction, ZoneSendCmd, ZonedDevice};
+use zns_device::trace::{fill_stamps, parse_trace, run_trace, StatusReport};
+use zns_device::{
+    Controller, ControllerOptions, DeviceError, EmulatedZns, Profile, StoreError, StoreKind,
+};
+use zns_sim::timing::HostStack;
+use zns_sim::Runtime;
+
+const AFTER_HELP: &str = "\
+Examples:
+  zns info --profile zn540                 geometry, limits, ZRWA and timing of a profile
+  zns create --profile tiny dev.img        a persistent emulated device
+  zns zone report dev.img                  its zones, like `nvme zns report-zones`
+  zns zone write dev.img --slba 0 --nlb 4  write 4 stamp blocks at the write pointer
+  zns zone open dev.img --zone 1 --zrwa    open zone 1 with a ZRWA
+  zns replay trace.jsonl --json            run a JSON-lines command trace, print each status
+  zns probe --profile zn540                QD1 latencies of the emulated device
+
+Exit codes: 0 ok, 1 the device rejected a command, 2 wrong arguments,
+3 bad profile/trace/image, 4 file I/O error.";
+
+#[derive(Parser)]
+#[command(name = "zns", version, about = "Emulated NVMe ZNS SSDs in deterministic virtual time", after_help = AFTER_HELP)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Show a device profile: namespaces, zone geometry, limits, ZRWA, timing.
+    Info(InfoArgs),
+    /// Create a persistent device image (a sparse file) from a profile.
+    Create(CreateArgs),
+    /// Zone commands against a device image (report, open, close, finish, reset, write, append, read, zrwa-flush).
+    #[command(subcommand)]
+    Zone(ZoneCommand),
+    /// Execute a JSON-lines trace of zone commands and print, per command, the NVMe status and the zones it left.
+    Replay(ReplayArgs),
+    /// Measure QD1 latencies of the emulated device (write, append, read, open, close, reset, finish) per host stack.
+    Probe(ProbeArgs),
+}
+
+/// Which profile, with overrides.
+#[derive(Args, Clone)]
+struct ProfileArgs {
+    /// Built-in profile name (zn540, zn540-cns, pm1731a, tiny) or a path to a profile TOML file.
+    #[arg(long, default_value = "tiny")]
+    profile: String,
+    /// Override any profile value by its TOML path, e.g. --set namespace.0.max_open_zones=8 (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
+    /// Number of zones of the first zoned namespace.
+    #[arg(long)]
+    zones: Option<u32>,
+    /// Zone capacity (ZCAP) of the first zoned namespace, in LBAs.
+    #[arg(long)]
+    zone_cap_lbas: Option<u64>,
+    /// Maximum open zones of the first zoned namespace (0 = unlimited).
+    #[arg(long)]
+    max_open: Option<u32>,
+    /// Maximum active zones of the first zoned namespace (0 = unlimited).
+    #[arg(long)]
+    max_active: Option<u32>,
+}
+
+impl ProfileArgs {
+    fn load(&self) -> Result<Profile, CliError> {
+        let base = Profile::load(&self.profile).map_err(|e| CliError::Input(e.to_string()))?;
+        let mut overrides = Vec::new();
+        for kv in &self.set {
+            let (k, v) = kv
+                .split_once('=')
+                .ok_or_else(|| CliError::Usage(format!("--set {kv}: expected KEY=VALUE")))?;
+            overrides.push((k.trim().to_string(), v.trim().to_string()));
+        }
+        let zoned = base.first_zoned();
+        let mut shortcut = |name: &str, key: &str, value: Option<String>| -> Result<(), CliError> {
+            if let Some(v) = value {
+                let ns = zoned.ok_or_else(|| {
+                    CliError::Usage(format!("--{name}: the profile has no zoned namespace"))
+                })?;
+                overrides.push((format!("namespace.{ns}.{key}"), v));
+            }
+            Ok(())
+        };
+        shortcut("zones", "zone_count", self.zones.map(|v| v.to_string()))?;
+        shortcut(
+            "zone-cap-lbas",
+            "zone_capacity_lbas",
+            self.zone_cap_lbas.map(|v| v.to_string()),
+        )?;
+        shortcut(
+            "max-open",
+            "max_open_zones",
+            self.max_open.map(|v| v.to_string()),
+        )?;
+        shortcut(
+            "max-active",
+            "max_active_zones",
+            self.max_active.map(|v| v.to_string()),
+        )?;
+        base.with_overrides(&overrides)
+            .map_err(|e| CliError::Input(e.to_string()))
+    }
+}
+
+#[derive(Args)]
+struct InfoArgs {
+    #[command(flatten)]
+    profile: ProfileArgs,
+    /// List the built-in profiles.
+    #[arg(long)]
+    list: bool,
+    /// Print the full profile as TOML (what an image stores).
+    #[arg(long)]
+    toml: bool,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+struct CreateArgs {
+    /// Path of the new image (must not exist).
+    image: PathBuf,
+    #[command(flatten)]
+    profile: ProfileArgs,
+    #[arg(long)]
+    json: bool,
+}
+
+/// The image and namespace a zone command works on.
+#[derive(Args)]
+struct Target {
+    /// Device image (see `zns create`).
+    image: PathBuf,
+    /// Namespace ID (default: the first zoned namespace).
+    #[arg(long)]
+    nsid: Option<u32>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Which zone a management command acts on.
+#[derive(Args)]
+struct ZoneSel {
+    /// Zone index.
+    #[arg(long, conflicts_with_all = ["slba", "all"])]
+    zone: Option<u32>,
+    /// Zone start LBA.
+    #[arg(long, conflicts_with = "all")]
+    slba: Option<u64>,
+    /// Select all zones (Select All bit).
+    #[arg(long)]
+    all: bool,
+}
+
+#[derive(Args)]
+struct WriteData {
+    /// Number of logical blocks.
+    #[arg(long)]
+    nlb: u64,
+    /// Fill block i with the stamp tag TAG+i (default: the block's LBA).
+    #[arg(long)]
+    stamp: Option<u64>,
+    /// Take the data from a file (its length must be nlb × LBA size).
+    #[arg(long, conflicts_with = "stamp")]
+    data: Option<PathBuf>,
+    /// Force Unit Access.
+    #[arg(long)]
+    fua: bool,
+}
+
+#[derive(Subcommand)]
+enum ZoneCommand {
+    /// List zones (like `nvme zns report-zones`).
+    Report {
+        #[command(flatten)]
+        target: Target,
+        /// First zone to report.
+        #[arg(long, default_value_t = 0)]
+        zone: u32,
+        /// Maximum number of zones.
+        #[arg(long)]
+        count: Option<usize>,
+        /// Only zones in this state: empty, imp-open, exp-open, closed, full, read-only, offline.
+        #[arg(long)]
+        state: Option<String>,
+    },
+    /// Open a zone explicitly (optionally allocating a ZRWA).
+    Open {
+        #[command(flatten)]
+        target: Target,
+        #[command(flatten)]
+        sel: ZoneSel,
+        /// Allocate a Zone Random Write Area (ZRWAA).
+        #[arg(long)]
+        zrwa: bool,
+    },
+    /// Close a zone.
+    Close {
+        #[command(flatten)]
+        target: Target,
+        #[command(flatten)]
+        sel: ZoneSel,
+    },
+    /// Finish a zone (transition to Full).
+    Finish {
+        #[command(flatten)]
+        target: Target,
+        #[command(flatten)]
+        sel: ZoneSel,
+    },
+    /// Reset a zone (transition to Empty, data discarded).
+    Reset {
+        #[command(flatten)]
+        target: Target,
+        #[command(flatten)]
+        sel: ZoneSel,
+    },
+    /// Write blocks at an LBA (the zone's write pointer, or inside its ZRWA).
+    Write {
+        #[command(flatten)]
+        target: Target,
+        /// Starting LBA.
+        #[arg(long)]
+        slba: u64,
+        #[command(flatten)]
+        data: WriteData,
+    },
+    /// Zone Append: the device picks the LBA and prints it.
+    Append {
+        #[command(flatten)]
+        target: Target,
+        /// Zone index.
+        #[arg(long, conflicts_with = "slba")]
+        zone: Option<u32>,
+        /// Zone start LBA.
+        #[arg(long)]
+        slba: Option<u64>,
+        #[command(flatten)]
+        data: WriteData,
+    },
+    /// Read blocks; prints the stamp tag of each block, or writes the data to --out.
+    Read {
+        #[command(flatten)]
+        target: Target,
+        #[arg(long)]
+        slba: u64,
+        #[arg(long)]
+        nlb: u64,
+        /// Write the data read to this file.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// ZRWA explicit flush: commit the ZRWA up to and including --lba.
+    ZrwaFlush {
+        #[command(flatten)]
+        target: Target,
+        /// Last LBA to commit.
+        #[arg(long)]
+        lba: u64,
+    },
+}
+
+#[derive(Args)]
+struct ReplayArgs {
+    /// JSON-lines trace (one command per line; see docs/replay.md).
+    trace: PathBuf,
+    /// Run against a fresh device with this profile (default) ...
+    #[command(flatten)]
+    profile: ProfileArgs,
+    /// ... or against this device image (the trace's effects are kept).
+    #[arg(long)]
+    image: Option<PathBuf>,
+    /// Seed of the runtime (power-loss outcomes).
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Host stack: spdk, io-uring-none, io-uring-mq-deadline.
+    #[arg(long, default_value = "spdk")]
+    host_stack: String,
+    /// Exit with code 1 if any command failed.
+    #[arg(long)]
+    fail_on_error: bool,
+    /// One JSON object per command (JSON lines).
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+struct ProbeArgs {
+    #[command(flatten)]
+    profile: ProfileArgs,
+    #[arg(long)]
+    json: bool,
+}
+
+/// A failure of the tool itself (not a device status).
+#[derive(Debug)]
+enum CliError {
+    /// A command the device rejected.
+    Device(NvmeError),
+    Usage(String),
+    Input(String),
+    Io(String),
+}
+
+impl CliError {
+    fn exit_code(&self) -> u8 {
+        match self {
+            CliError::Device(_) => 1,
+            CliError::Usage(_) => 2,
+            CliError::Input(_) => 3,
+            CliError::Io(_) => 4,
+        }
+    }
+}
+
+impl From<DeviceError> for CliError {
+    fn from(e: DeviceError) -> Self {
+        match e {
+            DeviceError::Store(StoreError::Io { .. }) => CliError::Io(e.to_string()),
+            other => CliError::Input(other.to_string()),
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            match &e {
+                CliError::Device(err) => eprintln!("zns: command failed: {err}"),
+                CliError::Usage(m) => eprintln!("zns: {m}"),
+                CliError::Input(m) => eprintln!("zns: bad input: {m}"),
+                CliError::Io(m) => eprintln!("zns: {m}"),
+            }
+            ExitCode::from(e.exit_code())
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<ExitCode, CliError> {
+    match cli.command {
+        Command::Info(args) => info(args),
+        Command::Create(args) => create(args),
+        Command::Zone(cmd) => zone(cmd),
+        Command::Replay(args) => replay(args),
+        Command::Probe(args) => probe(args),
+    }
+}
+
+fn parse_host_stack(s: &str) -> Result<HostStack, CliError> {
+    match s {
+        "spdk" => Ok(HostStack::Spdk),
+        "io-uring-none" | "none" => Ok(HostStack::IoUringNone),
+        "io-uring-mq-deadline" | "mq-deadline" => Ok(HostStack::IoUringMqDeadline),
+        other => Err(CliError::Usage(format!(
+            "--host-stack {other}: expected spdk, io-uring-none or io-uring-mq-deadline"
+        ))),
+    }
+}
+
+fn info(args: InfoArgs) -> Result<ExitCode, CliError> {
+    if args.list {
+        for name in Profile::builtin_names() {
+            let p = Profile::builtin(name).map_err(|e| CliError::Input(e.to_string()))?;
+            if args.json {
+                println!(
+                    "{}",
+                    serde_json::json!({"name": name, "description": p.description})
+                );
+            } else {
+                println!("{name:<10} {}", p.description);
+            }
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let profile = args.profile.load()?;
+    if args.toml {
+        print!("{}", profile.to_toml());
+    } else if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&profile).map_err(|e| CliError::Io(e.to_string()))?
+        );
+    } else {
+        print!("{}", output::profile_text(&profile));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn create(args: CreateArgs) -> Result<ExitCode, CliError> {
+    let profile = args.profile.load()?;
+    let rt = Runtime::new(0);
+    let ctrl =
+        Controller::create_image(&rt.handle(), profile.clone(), &args.image, HostStack::Spdk)?;
+    drop(ctrl);
+    if args.json {
+        println!(
+            "{}",
+            serde_json::json!({"image": args.image, "profile": profile.name, "namespaces": profile.namespaces.len()})
+        );
+    } else {
+        println!(
+            "created {} ({}: {})",
+            args.image.display(),
+            profile.name,
+            profile.description
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Opens an image's zoned namespace on a fresh runtime.
+fn open_target(rt: &Runtime, image: &Path, nsid: Option<u32>) -> Result<EmulatedZns, CliError> {
+    let ctrl = Controller::open_image(&rt.handle(), image, HostStack::Spdk)?;
+    match nsid {
+        Some(n) => ctrl.zoned(n).ok_or_else(|| {
+            CliError::Usage(format!("--nsid {n}: not a zoned namespace of this device"))
+        }),
+        None => ctrl
+            .first_zoned()
+            .ok_or_else(|| CliError::Usage("the device has no zoned namespace".into())),
+    }
+}
+
+fn sel_slba(dev: &EmulatedZns, sel: &ZoneSel) -> Result<u64, CliError> {
+    let cfg = dev.config();
+    match (sel.zone, sel.slba, sel.all) {
+        (Some(z), _, _) if z >= cfg.zone_count => Err(CliError::Usage(format!(
+            "--zone {z}: the namespace has {} zones (0..{})",
+            cfg.zone_count,
+            cfg.zone_count - 1
+        ))),
+        (Some(z), _, _) => Ok(z as u64 * cfg.zone_size_lbas),
+        (None, Some(l), _) => Ok(l),
+        (None, None, true) => Ok(0),
+        (None, None, false) => Err(CliError::Usage("give --zone, --slba or --all".into())),
+    }
+}
+
+fn write_buffer(
+    dev: &EmulatedZns,
+    data: &WriteData,
+    default_tag: u64,
+) -> Result<Vec<u8>, CliError> {
+    let lba_bytes = dev.config().lba_bytes as u64;
+    let bytes = data
+        .nlb
+        .checked_mul(lba_bytes)
+        .filter(|b| *b <= 256 << 20)
+        .ok_or_else(|| {
+            CliError::Usage(format!(
+                "--nlb {}: more than 256 MiB in one command",
+                data.nlb
+            ))
+        })?;
+    if let Some(path) = &data.data {
+        let buf =
+            std::fs::read(path).map_err(|e| CliError::Io(format!("{}: {e}", path.display())))?;
+        if buf.len() as u64 != bytes {
+            return Err(CliError::Usage(format!(
+                "--data {}: {} bytes, but --nlb {} needs {bytes}",
+                path.display(),
+                buf.len(),
+                data.nlb
+            )));
+        }
+        return Ok(buf);
+    }
+    let mut buf = vec![0u8; bytes as usize];
+    fill_stamps(
+        &mut buf,
+        lba_bytes as usize,
+        data.stamp.unwrap_or(default_tag),
+    );
+    Ok(buf)
+}
+
+fn zone(cmd: ZoneCommand) -> Result<ExitCode, CliError> {
+    let mut rt = Runtime::new(0);
+    match cmd {
+        ZoneCommand::Report {
+            target,
+            zone,
+            count,
+            state,
+        } => {
+            let dev = open_target(&rt, &target.image, target.nsid)?;
+            let filter = match state.as_deref() {
+                None | Some("all") => ReportFilter::All,
+                Some("empty") => ReportFilter::Empty,
+                Some("imp-open") => ReportFilter::ImplicitlyOpened,
+                Some("exp-open") => ReportFilter::ExplicitlyOpened,
+                Some("closed") => ReportFilter::Closed,
+                Some("full") => ReportFilter::Full,
+                Some("read-only") => ReportFilter::ReadOnly,
+                Some("offline") => ReportFilter::Offline,
+                Some(other) => {
+                    return Err(CliError::Usage(format!(
+                        "--state {other}: expected empty, imp-open, exp-open, closed, full, read-only or offline"
+                    )))
+                }
+            };
+            let cfg = dev.config().clone();
+            let start = (zone as u64).saturating_mul(cfg.zone_size_lbas);
+            let zones = rt
+                .block_on(dev.report_zones(start, filter, count.unwrap_or(cfg.zone_count as usize)))
+                .map_err(CliError::Device)?;
+            if target.json {
+                println!(
+                    "{}",
+                    serde_json::json!({"nr_zones": zones.len(), "zones": zones})
+                );
+            } else {
+                print!("{}", output::report_text(&zones));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        ZoneCommand::Open { target, sel, zrwa } => {
+            zone_send(&mut rt, target, &sel, ZoneAction::Open { zrwa })
+        }
+        ZoneCommand::Close { target, sel } => zone_send(&mut rt, target, &sel, ZoneAction::Close),
+        ZoneCommand::Finish { target, sel } => zone_send(&mut rt, target, &sel, ZoneAction::Finish),
+        ZoneCommand::Reset { target, sel } => zone_send(&mut rt, target, &sel, ZoneAction::Reset),
+        ZoneCommand::ZrwaFlush { target, lba } => {
+            let dev = open_target(&rt, &target.image, target.nsid)?;
+            let cmd = ZoneSendCmd {
+                action: ZoneAction::FlushZrwa,
+                slba: lba,
+                select_all: false,
+            };
+            timed(&mut rt, &target, "zrwa-flush", |d| d.zone_send(cmd), &dev)
+                .map(|_| ExitCode::SUCCESS)
+        }
+        ZoneCommand::Write { target, slba, data } => {
+            let dev = open_target(&rt, &target.image, target.nsid)?;
+            let buf = write_buffer(&dev, &data, slba)?;
+            let flags = if data.fua {
+                IoFlags::FUA
+            } else {
+                IoFlags::NONE
+            };
+            timed(
+                &mut rt,
+                &target,
+                "write",
+                |d| d.write(slba, &buf, flags),
+                &dev,
+            )
+            .map(|_| ExitCode::SUCCESS)
+        }
+        ZoneCommand::Append {
+            target,
+            zone,
+            slba,
+            data,
+        } => {
+            let dev = open_target(&rt, &target.image, target.nsid)?;
+            let zslba = sel_slba(
+                &dev,
+                &ZoneSel {
+                    zone,
+                    slba,
+                    all: false,
+                },
+            )?;
+            let buf = write_buffer(&dev, &data, zslba)?;
+            let flags = if data.fua {
+                IoFlags::FUA
+            } else {
+                IoFlags::NONE
+            };
+            timed(
+                &mut rt,
+                &target,
+                "append",
+                |d| d.append(zslba, &buf, flags),
+                &dev,
+            )
+            .map(|_| ExitCode::SUCCESS)
+        }
+        ZoneCommand::Read {
+            target,
+            slba,
+            nlb,
+            out,
+        } => {
+            let dev = open_target(&rt, &target.image, target.nsid)?;
+            let lba_bytes = dev.config().lba_bytes as usize;
+            let bytes = nlb
+                .checked_mul(lba_bytes as u64)
+                .filter(|b| *b <= 256 << 20)
+                .ok_or_else(|| {
+                    CliError::Usage(format!("--nlb {nlb}: more than 256 MiB in one command"))
+                })?;
+            let mut buf = vec![0u8; bytes as usize];
+            let start = rt.now_ns();
+            rt.block_on(dev.read(slba, &mut buf))
+                .map_err(CliError::Device)?;
+            let latency_ns = rt.now_ns() - start;
+            if let Some(path) = out {
+                std::fs::write(&path, &buf)
+                    .map_err(|e| CliError::Io(format!("{}: {e}", path.display())))?;
+            }
+            let tags: Vec<Option<u64>> = buf
+                .chunks(lba_bytes)
+                .map(zns_device::store::stamp::tag_of)
+                .collect();
+            if target.json {
+                println!(
+                    "{}",
+                    serde_json::json!({"op": "read", "status": StatusReport::success(), "latency_ns": latency_ns, "slba": slba, "nlb": nlb, "stamps": tags})
+                );
+            } else {
+                println!(
+                    "read: Success, {nlb} blocks at {slba:#x} in {:.2} us (virtual)",
+                    latency_ns as f64 / 1000.0
+                );
+                for (i, t) in tags.iter().enumerate() {
+                    match t {
+                        Some(tag) => println!("  lba {:#x}: stamp {tag}", slba + i as u64),
+                        None => println!("  lba {:#x}: (not a stamp block)", slba + i as u64),
+                    }
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn zone_send(
+    rt: &mut Runtime,
+    target: Target,
+    sel: &ZoneSel,
+    action: ZoneAction,
+) -> Result<ExitCode, CliError> {
+    let dev = open_target(rt, &target.image, target.nsid)?;
+    let slba = sel_slba(&dev, sel)?;
+    let cmd = ZoneSendCmd {
+        action,
+        slba,
+        select_all: sel.all,
+    };
+    timed(rt, &target, action.name(), |d| d.zone_send(cmd), &dev)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs one command, prints its status and virtual latency plus the zone it
+/// touched; a device error becomes exit code 1.
+fn timed<'a, T: serde::Serialize + std::fmt::Debug>(
+    rt: &mut Runtime,
+    target: &Target,
+    op: &str,
+    f: impl FnOnce(&'a EmulatedZns) -> zns_core::CmdFuture<'a, T>,
+    dev: &'a EmulatedZns,
+) -> Result<T, CliError> {
+    let start = rt.now_ns();
+    let result = rt.block_on(f(dev));
+    let latency_ns = rt.now_ns() - start;
+    match result {
+        Ok(v) => {
+            if target.json {
+                println!(
+                    "{}",
+                    serde_json::json!({"op": op, "status": StatusReport::success(), "latency_ns": latency_ns, "result": v})
+                );
+            } else {
+                let extra = format!("{v:?}");
+                let extra = if extra == "()" {
+                    String::new()
+                } else {
+                    format!(", result {extra}")
+                };
+                println!(
+                    "{op}: Success in {:.2} us (virtual){extra}",
+                    latency_ns as f64 / 1000.0
+                );
+            }
+            Ok(v)
+        }
+        Err(e) => {
+            if target.json {
+                println!(
+                    "{}",
+                    serde_json::json!({"op": op, "status": StatusReport::from_error(&e), "latency_ns": latency_ns})
+                );
+            }
+            Err(CliError::Device(e))
+        }
+    }
+}
+
+fn replay(args: ReplayArgs) -> Result<ExitCode, CliError> {
+    let text = std::fs::read_to_string(&args.trace)
+        .map_err(|e| CliError::Io(format!("{}: {e}", args.trace.display())))?;
+    let commands = parse_trace(&text)
+        .map_err(|e| CliError::Input(format!("{}: {e}", args.trace.display())))?;
+    let stack = parse_host_stack(&args.host_stack)?;
+    let mut rt = Runtime::new(args.seed);
+    let ctrl = match &args.image {
+        Some(path) => Controller::open_image(&rt.handle(), path, stack)?,
+        None => Controller::new(
+            &rt.handle(),
+            args.profile.load()?,
+            ControllerOptions {
+                store: StoreKind::Stamp,
+                host_stack: stack,
+            },
+        )?,
+    };
+    let results = rt
+        .block_on(run_trace(&ctrl, &commands))
+        .map_err(|e| CliError::Input(format!("{}: {e}", args.trace.display())))?;
+    let mut failures = 0;
+    for r in &results {
+        if !r.status.is_success() {
+            failures += 1;
+        }
+        if args.json {
+            println!(
+                "{}",
+                serde_json::to_string(r).map_err(|e| CliError::Io(e.to_string()))?
+            );
+        } else {
+            print!("{}", output::trace_result_text(r));
+        }
+    }
+    if !args.json {
+        println!(
+            "{} commands, {} failed, virtual time {} ns",
+            results.len(),
+            failures,
+            rt.now_ns()
+        );
+    }
+    if args.fail_on_error && failures > 0 {
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn probe(args: ProbeArgs) -> Result<ExitCode, CliError> {
+    let profile = args.profile.load()?;
+    let report = zns_device::probe::run_probe(&profile).map_err(CliError::from)?;
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).map_err(|e| CliError::Io(e.to_string()))?
+        );
+    } else {
+        print!("{}", output::probe_text(&report));
+    }
+    Ok(ExitCode::SUCCESS)
+}

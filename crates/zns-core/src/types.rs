@@ -230,6 +230,7 @@ impl ReportFilter {
 
 /// ZRWA capability of a zoned namespace.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ZrwaConfig {
     /// ZRWASZ: size of the ZRWA (and of the implicit flush region), in LBAs.
     pub size_lbas: u64,
@@ -240,7 +241,10 @@ pub struct ZrwaConfig {
 }
 
 /// Everything the ZNS state machine enforces for one zoned namespace.
+/// (Deserialized from device profiles: unknown keys are errors; the optional
+/// keys default to: ZASL = MDTS, auto-close on, no cross-zone reads, no ZRWA.)
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ZonedConfig {
     /// Logical block size in bytes (LBA format).
     pub lba_bytes: u32,
@@ -257,14 +261,22 @@ pub struct ZonedConfig {
     /// Largest data transfer of one I/O (MDTS), in LBAs.
     pub max_transfer_lbas: u32,
     /// Zone append size limit (ZASL), in LBAs; 0 = same as `max_transfer_lbas`.
+    #[serde(default)]
     pub zone_append_limit_lbas: u32,
     /// When a write/append/open needs an open resource and none is left, close the
     /// implicitly opened zone that was opened longest ago (QEMU `auto_transition`).
+    #[serde(default = "default_true")]
     pub auto_close_implicit: bool,
     /// OZCS.RAZB: reads may span zone boundaries.
+    #[serde(default)]
     pub read_across_zone_boundary: bool,
     /// ZRWA support, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zrwa: Option<ZrwaConfig>,
+}
+
+fn default_true() -> bool {
+    true
 }
 
 impl ZonedConfig {

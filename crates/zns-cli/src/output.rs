@@ -1,0 +1,183 @@
+//! Text renderings for the terminal: zone reports in the style of
+//! `nvme zns report-zones`, profile summaries, trace results and probe tables.
+
+use std::fmt::Write;
+
+use zns_core::ZoneDescriptor;
+use zns_device::probe::ProbeReport;
+use zns_device::trace::TraceResult;
+use zns_device::{NamespaceProfile, Profile};
+
+pub fn report_text(zones: &[ZoneDescriptor]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "nr_zones: {}", zones.len());
+    for z in zones {
+        let _ = writeln!(
+            s,
+            "SLBA: {:<#12x} WP: {:<#12x} Cap: {:<#9x} State: {:<10} Type: SEQWRITE_REQ   Attrs: {:#x}{}",
+            z.start_lba,
+            z.write_pointer,
+            z.capacity_lbas,
+            z.state.nvme_cli_name(),
+            (z.attributes.finished_by_controller as u8) | ((z.attributes.zrwa_valid as u8) << 3),
+            if z.attributes.zrwa_valid { " (ZRWA)" } else { "" }
+        );
+    }
+    s
+}
+
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / (1u64 << 20) as f64
+}
+
+pub fn profile_text(p: &Profile) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "{}: {}", p.name, p.description);
+    for (i, ns) in p.namespaces.iter().enumerate() {
+        match ns {
+            NamespaceProfile::Zoned(z) => {
+                let lba = z.lba_bytes as u64;
+                let _ = writeln!(s, "nsid {}: zoned, {} B LBAs", i + 1, z.lba_bytes);
+                let _ = writeln!(
+                    s,
+                    "  zones            {} × {:.0} MiB (capacity {:.0} MiB), {:.1} GiB writable",
+                    z.zone_count,
+                    mib(z.zone_size_lbas * lba),
+                    mib(z.zone_capacity_lbas * lba),
+                    mib(z.zone_count as u64 * z.zone_capacity_lbas * lba) / 1024.0
+                );
+                let lim = |v: u32| {
+                    if v == 0 {
+                        "unlimited".to_string()
+                    } else {
+                        v.to_string()
+                    }
+                };
+                let _ = writeln!(
+                    s,
+                    "  open / active    {} / {}",
+                    lim(z.max_open_zones),
+                    lim(z.max_active_zones)
+                );
+                let _ = writeln!(
+                    s,
+                    "  MDTS / ZASL      {} KiB / {} KiB",
+                    z.max_transfer_lbas as u64 * lba / 1024,
+                    z.append_limit_lbas() as u64 * lba / 1024
+                );
+                let _ = writeln!(
+                    s,
+                    "  auto-close       {}",
+                    if z.auto_close_implicit {
+                        "oldest implicitly opened zone"
+                    } else {
+                        "off"
+                    }
+                );
+                let _ = writeln!(
+                    s,
+                    "  cross-zone reads {}",
+                    if z.read_across_zone_boundary {
+                        "allowed"
+                    } else {
+                        "rejected"
+                    }
+                );
+                match &z.zrwa {
+                    Some(w) => {
+                        let _ = writeln!(
+                            s,
+                            "  ZRWA             {} KiB, flush granularity {} KiB, {} resources",
+                            w.size_lbas * lba / 1024,
+                            w.flush_granularity_lbas * lba / 1024,
+                            w.resources
+                        );
+                    }
+                    None => {
+                        let _ = writeln!(s, "  ZRWA             not supported");
+                    }
+                }
+            }
+            NamespaceProfile::Conventional(c) => {
+                let _ = writeln!(
+                    s,
+                    "nsid {}: conventional, {} B LBAs, {:.1} GiB",
+                    i + 1,
+                    c.lba_bytes,
+                    mib(c.capacity_lbas * c.lba_bytes as u64) / 1024.0
+                );
+            }
+        }
+    }
+    let pl = &p.power_loss;
+    let _ = writeln!(
+        s,
+        "power loss: completed-unflushed {:?}, in-flight {:?}, ZRWA {:?}",
+        pl.completed_unflushed, pl.in_flight, pl.zrwa
+    );
+    let _ = writeln!(
+        s,
+        "(zns info --profile {} --toml shows every timing parameter)",
+        p.name
+    );
+    s
+}
+
+pub fn trace_result_text(r: &TraceResult) -> String {
+    let mut s = String::new();
+    let status = if r.status.is_success() {
+        "Success".to_string()
+    } else {
+        format!(
+            "{} (SCT {:X}h SC {:02X}h){}",
+            r.status.name,
+            r.status.sct,
+            r.status.sc,
+            if r.status.injected { " [injected]" } else { "" }
+        )
+    };
+    let _ = write!(
+        s,
+        "line {:>4} {:<11} {:<50} {:>10.2} us",
+        r.line,
+        r.op,
+        status,
+        r.latency_ns as f64 / 1000.0
+    );
+    if let Some(lba) = r.assigned_lba {
+        let _ = write!(s, "  lba {lba:#x}");
+    }
+    if let Some(stamps) = &r.stamps {
+        let tags: Vec<String> = stamps
+            .iter()
+            .map(|t| t.map_or("-".into(), |v| v.to_string()))
+            .collect();
+        let _ = write!(s, "  stamps [{}]", tags.join(" "));
+    }
+    let _ = writeln!(s);
+    for z in &r.zones {
+        let _ = writeln!(
+            s,
+            "           zone {:#x}: {:<10} wp {:#x} cap {:#x}{}",
+            z.start_lba,
+            z.state.nvme_cli_name(),
+            z.write_pointer,
+            z.capacity_lbas,
+            if z.attributes.zrwa_valid { " ZRWA" } else { "" }
+        );
+    }
+    s
+}
+
+pub fn probe_text(r: &ProbeReport) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "probe of profile {} (virtual time, QD1)", r.profile);
+    for f in &r.figures {
+        let _ = writeln!(
+            s,
+            "  {:<42} {:>12.2} {:<3} {}",
+            f.id, f.value, f.unit, f.desc
+        );
+    }
+    s
+}

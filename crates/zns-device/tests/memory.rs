@@ -1,0 +1,63 @@
+//! The zn540 profile with the `none` store must fit in 64 MiB, including after
+//! writing to every zone (a counting allocator measures the heap it holds).
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use zns_core::{IoFlags, ZonedDevice};
+use zns_device::{ControllerOptions, EmulatedZns, Profile};
+use zns_sim::Runtime;
+
+struct Counting;
+static LIVE_BYTES: AtomicUsize = AtomicUsize::new(0);
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        LIVE_BYTES.fetch_add(layout.size(), Ordering::Relaxed);
+        System.alloc(layout)
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE_BYTES.fetch_sub(layout.size(), Ordering::Relaxed);
+        System.dealloc(ptr, layout)
+    }
+}
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+#[test]
+fn zn540_with_the_none_store_holds_less_than_64_mib() {
+    let before = LIVE_BYTES.load(Ordering::Relaxed);
+    let mut rt = Runtime::new(1);
+    let dev = EmulatedZns::from_profile(
+        &rt.handle(),
+        Profile::builtin("zn540").unwrap(),
+        ControllerOptions::default(),
+    )
+    .unwrap();
+    let buf = vec![0u8; 64 * 4096];
+    let zone_size = dev.config().zone_size_lbas;
+    rt.block_on(async {
+        // Touch every zone (one write each, then finish it to free the open resource).
+        for z in 0..dev.config().zone_count as u64 {
+            dev.write(z * zone_size, &buf, IoFlags::NONE).await.unwrap();
+            dev.zone_send(zns_core::ZoneSendCmd {
+                action: zns_core::ZoneAction::Close,
+                slba: z * zone_size,
+                select_all: false,
+            })
+            .await
+            .unwrap();
+            if (z + 1) % 14 == 0 {
+                dev.zone_send(zns_core::ZoneSendCmd {
+                    action: zns_core::ZoneAction::Reset,
+                    slba: 0,
+                    select_all: true,
+                })
+                .await
+                .unwrap();
+            }
+        }
+    });
+    let held = LIVE_BYTES.load(Ordering::Relaxed).saturating_sub(before);
+    assert!(held < 64 << 20, "zn540 + none store holds {held} bytes");
+    drop(dev);
+}

@@ -1,0 +1,764 @@
+//! `FlashArray`: the per-controller timing model. See the module docs of
+//! `timing` and `docs/timing-model.md`.
+
+use super::buffer::{splitmix64, ActivityMeter, WriteBuffer};
+use super::flash::{Channel, Die, Rate};
+use super::profile::{HostStack, TimingProfile, ZrwaMedium};
+
+/// One command as the timing model sees it. Offsets are bytes relative to the
+/// namespace (`Read`, `ConvWrite`) or to the zone start (`zone_offset_bytes`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MediaOp {
+    /// Read of any namespace (zoned or conventional).
+    Read {
+        ns: u32,
+        lba_offset_bytes: u64,
+        bytes: u64,
+    },
+    /// Zoned write at the write pointer (or inside the ZRWA when `zrwa`).
+    /// `implicit_open`: this write moved the zone from Empty/Closed to
+    /// Implicitly Opened.
+    Write {
+        ns: u32,
+        zone: u32,
+        zone_offset_bytes: u64,
+        bytes: u64,
+        implicit_open: bool,
+        zrwa: bool,
+        fua: bool,
+    },
+    /// Zone Append; `zone_offset_bytes` is where the data lands (the write
+    /// pointer the device assigned).
+    Append {
+        ns: u32,
+        zone: u32,
+        zone_offset_bytes: u64,
+        bytes: u64,
+        implicit_open: bool,
+        fua: bool,
+    },
+    /// Write to a conventional (randomly writable) namespace.
+    ConvWrite {
+        ns: u32,
+        lba_offset_bytes: u64,
+        bytes: u64,
+        fua: bool,
+    },
+    /// Data leaving the ZRWA for the zone's flash (implicit flush side effect).
+    /// Background only: it returns when the committed data is programmed,
+    /// which no host command waits for.
+    ZrwaCommit {
+        ns: u32,
+        zone: u32,
+        zone_offset_bytes: u64,
+        bytes: u64,
+    },
+    /// Explicit ZRWA flush command; the commit of `bytes` from
+    /// `zone_offset_bytes` happens in the background.
+    ZrwaFlush {
+        ns: u32,
+        zone: u32,
+        zone_offset_bytes: u64,
+        bytes: u64,
+    },
+    /// Explicit open.
+    Open { ns: u32, zone: u32 },
+    /// Close.
+    Close { ns: u32, zone: u32 },
+    /// Finish: the device programs filler over `capacity_bytes - written_bytes`.
+    Finish {
+        ns: u32,
+        zone: u32,
+        written_bytes: u64,
+        capacity_bytes: u64,
+    },
+    /// Reset. `written_bytes` = host data in the zone; `finished_early` = the
+    /// zone became Full through a Finish (not by being written to capacity).
+    /// A reset of a zone in state Empty changes nothing: use `ZoneMgmtNoop`.
+    Reset {
+        ns: u32,
+        zone: u32,
+        written_bytes: u64,
+        finished_early: bool,
+    },
+    /// Flush (volatile write cache).
+    Flush { ns: u32 },
+    /// A zone-management command that changes nothing (reset of an Empty
+    /// zone, close of a Closed zone, open of an open zone...).
+    ZoneMgmtNoop { ns: u32, zone: u32 },
+}
+
+/// How a namespace maps to flash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NamespaceKind {
+    /// Zones striped over `dies_per_zone` dies (default for undeclared namespaces).
+    Zoned,
+    /// Page-mapped, log-structured over all dies; has its own read/write engines.
+    Conventional,
+}
+
+const CLASS_READ: usize = 0;
+const CLASS_WRITE: usize = 1;
+const CLASS_APPEND: usize = 2;
+const PPM: u64 = 1_000_000;
+/// A single command is timed over at most this many program units (larger
+/// commands are beyond any MDTS; the bound keeps `submit` O(1) and hang-free).
+const MAX_UNITS_PER_COMMAND: u64 = 4096;
+const MIB: u128 = 1 << 20;
+
+/// The timing state of one emulated controller. All its namespaces share it,
+/// so traffic on one slows the others.
+///
+/// `submit` must be called with non-decreasing `now_ns` (virtual time); it is
+/// O(1) per command apart from one step per flash program unit completed or
+/// per program unit a read spans, and it never allocates in steady state.
+#[derive(Debug, Clone)]
+pub struct FlashArray {
+    profile: TimingProfile,
+    dies: Vec<Die>,
+    channels: Vec<Channel>,
+    n_channels: u64,
+    total_dies: u64,
+    dies_per_zone: u64,
+    unit_bytes: u64,
+    stripe_bytes: u64,
+    read_page_ns: [u64; 16],
+    n_page_types: u64,
+    seg_ns: u64,
+    unit_xfer_ns: u64,
+    host: [(u64, u64); 3],
+    ch_rate: Rate,
+    conv_rate: Rate,
+    zrwa_rate: Rate,
+    fe_free: u64,
+    /// Engine start times of the last write-path commands (ring).
+    eng_starts: [u64; 64],
+    eng_pos: usize,
+    eng_slots: usize,
+    write_eng_free: u64,
+    append_eng_free: u64,
+    conv_read_free: u64,
+    conv_write_free: u64,
+    zrwa_free: u64,
+    reset_free: u64,
+    buffer: WriteBuffer,
+    conv_cursor_bytes: u64,
+    /// Next die for a program unit of a zone striped over every die.
+    next_die: u64,
+    ns_kinds: Vec<(u32, NamespaceKind)>,
+    meters: [ActivityMeter; 3],
+    reset_hit_acc: u64,
+    draws: u64,
+}
+
+impl FlashArray {
+    /// Builds the model; fails with the validation message of a bad profile.
+    pub fn new(profile: &TimingProfile) -> Result<FlashArray, String> {
+        profile.validate()?;
+        let p = profile.clone();
+        let total = u64::from(p.total_dies());
+        let mut read_page_ns = [0u64; 16];
+        read_page_ns[..p.read_page_ns.len()].copy_from_slice(&p.read_page_ns);
+        let ch_rate = Rate::from_mibps(p.channel_mibps);
+        let unit = p.program_unit_bytes();
+        let host = [
+            (p.host_spdk_submit_ns, p.host_spdk_complete_ns),
+            (
+                p.host_io_uring_none_submit_ns,
+                p.host_io_uring_none_complete_ns,
+            ),
+            (
+                p.host_io_uring_mq_deadline_submit_ns,
+                p.host_io_uring_mq_deadline_complete_ns,
+            ),
+        ];
+        Ok(FlashArray {
+            dies: vec![Die::default(); total as usize],
+            channels: vec![Channel::default(); p.channels as usize],
+            n_channels: u64::from(p.channels),
+            total_dies: total,
+            dies_per_zone: u64::from(p.dies_per_zone),
+            unit_bytes: unit,
+            stripe_bytes: p.page_bytes * u64::from(p.planes_per_die),
+            n_page_types: p.read_page_ns.len() as u64,
+            read_page_ns,
+            seg_ns: p.program_suspend_granularity_ns,
+            unit_xfer_ns: ch_rate.ns(unit),
+            host,
+            ch_rate,
+            conv_rate: Rate::from_mibps(p.conv_write_mibps),
+            zrwa_rate: Rate::from_mibps(p.zrwa_dram_mibps.max(1)),
+            fe_free: 0,
+            eng_starts: [0; 64],
+            eng_pos: 0,
+            eng_slots: p.engine_queue_slots as usize,
+            write_eng_free: 0,
+            append_eng_free: 0,
+            conv_read_free: 0,
+            conv_write_free: 0,
+            zrwa_free: 0,
+            reset_free: 0,
+            buffer: WriteBuffer::new(p.write_buffer_bytes, unit),
+            conv_cursor_bytes: 0,
+            next_die: 0,
+            ns_kinds: Vec::with_capacity(8),
+            meters: [ActivityMeter::new(p.reset_interference_window_ns); 3],
+            reset_hit_acc: PPM / 2,
+            draws: 0,
+            profile: p,
+        })
+    }
+
+    /// The profile this model was built from.
+    pub fn profile(&self) -> &TimingProfile {
+        &self.profile
+    }
+
+    /// Declares how namespace `ns` maps to flash. Undeclared namespaces are
+    /// zoned until they receive a `ConvWrite`.
+    pub fn declare_namespace(&mut self, ns: u32, kind: NamespaceKind) {
+        if let Some(e) = self.ns_kinds.iter_mut().find(|e| e.0 == ns) {
+            e.1 = kind;
+        } else {
+            self.ns_kinds.push((ns, kind));
+        }
+    }
+
+    /// How namespace `ns` maps to flash.
+    pub fn namespace_kind(&self, ns: u32) -> NamespaceKind {
+        self.ns_kinds
+            .iter()
+            .find(|e| e.0 == ns)
+            .map_or(NamespaceKind::Zoned, |e| e.1)
+    }
+
+    /// Bytes currently held by the write buffer (diagnostics).
+    pub fn write_buffer_used_bytes(&self) -> u64 {
+        self.buffer.used()
+    }
+
+    /// Virtual time at which all flash work scheduled so far has ended
+    /// (programs, filler, reads); a quiescent device is idle from then on.
+    pub fn flash_idle_at(&self) -> u64 {
+        self.dies.iter().map(Die::busy_until).max().unwrap_or(0)
+    }
+
+    /// Returns the virtual time (ns) at which the command completes, as seen by
+    /// the host (host-stack submission and completion overheads included).
+    /// `ZrwaCommit` is background work: it returns when its data is in flash.
+    pub fn submit(&mut self, now_ns: u64, stack: HostStack, op: &MediaOp) -> u64 {
+        let (hs, hc) = self.host[match stack {
+            HostStack::Spdk => 0,
+            HostStack::IoUringNone => 1,
+            HostStack::IoUringMqDeadline => 2,
+        }];
+        let t = now_ns.saturating_add(hs);
+        let op = self.clamp(*op);
+        let done = match op {
+            MediaOp::Read {
+                ns,
+                lba_offset_bytes,
+                bytes,
+            } => {
+                let d = self.read(t, ns, lba_offset_bytes, bytes);
+                self.meters[CLASS_READ].record(t, d);
+                d
+            }
+            MediaOp::Write {
+                zone,
+                zone_offset_bytes,
+                bytes,
+                implicit_open,
+                zrwa,
+                fua,
+                ..
+            } => {
+                let d =
+                    self.zoned_write(t, zone, zone_offset_bytes, bytes, implicit_open, zrwa, fua);
+                self.meters[CLASS_WRITE].record(t, d);
+                d
+            }
+            MediaOp::Append {
+                zone,
+                zone_offset_bytes,
+                bytes,
+                implicit_open,
+                fua,
+                ..
+            } => {
+                let d = self.append(t, zone, zone_offset_bytes, bytes, implicit_open, fua);
+                self.meters[CLASS_APPEND].record(t, d);
+                d
+            }
+            MediaOp::ConvWrite { ns, bytes, fua, .. } => {
+                let d = self.conv_write(t, ns, bytes, fua);
+                self.meters[CLASS_WRITE].record(t, d);
+                d
+            }
+            MediaOp::ZrwaCommit {
+                zone,
+                zone_offset_bytes,
+                bytes,
+                ..
+            } => {
+                // Background: no host overhead, nobody waits for it.
+                return self.commit(now_ns, zone, zone_offset_bytes, bytes);
+            }
+            MediaOp::ZrwaFlush {
+                zone,
+                zone_offset_bytes,
+                bytes,
+                ..
+            } => {
+                let fe = self.frontend(t);
+                self.commit(fe, zone, zone_offset_bytes, bytes);
+                fe + self.profile.zrwa_flush_ns
+            }
+            MediaOp::Open { .. } => self.frontend(t) + self.profile.open_ns,
+            MediaOp::Close { .. } => self.frontend(t) + self.profile.close_ns,
+            MediaOp::ZoneMgmtNoop { .. } => self.frontend(t) + self.profile.zone_mgmt_noop_ns,
+            MediaOp::Finish {
+                zone,
+                written_bytes,
+                capacity_bytes,
+                ..
+            } => self.finish(t, zone, written_bytes, capacity_bytes),
+            MediaOp::Reset {
+                written_bytes,
+                finished_early,
+                ..
+            } => self.reset(t, written_bytes, finished_early),
+            MediaOp::Flush { .. } => {
+                let fe = self.frontend(t) + self.profile.flush_ns;
+                if self.profile.write_buffer_power_loss_protected {
+                    fe
+                } else {
+                    fe.max(self.buffer.last_release())
+                }
+            }
+        };
+        done.saturating_add(hc)
+    }
+
+    // ------------------------------------------------------------ internals
+
+    /// Sizes beyond any real command (more than `MAX_UNITS_PER_COMMAND`
+    /// program units) are timed as that size, so that no input can overflow
+    /// the arithmetic or make `submit` loop for long.
+    fn clamp(&self, mut op: MediaOp) -> MediaOp {
+        let max = MAX_UNITS_PER_COMMAND * self.unit_bytes;
+        let cap = |v: &mut u64| *v = (*v).min(max);
+        match &mut op {
+            MediaOp::Read { bytes, .. }
+            | MediaOp::Write { bytes, .. }
+            | MediaOp::Append { bytes, .. }
+            | MediaOp::ConvWrite { bytes, .. }
+            | MediaOp::ZrwaCommit { bytes, .. }
+            | MediaOp::ZrwaFlush { bytes, .. } => cap(bytes),
+            MediaOp::Finish {
+                written_bytes,
+                capacity_bytes,
+                ..
+            } => {
+                *written_bytes = (*written_bytes).min(1 << 50);
+                *capacity_bytes = (*capacity_bytes).min(1 << 50);
+            }
+            MediaOp::Reset { written_bytes, .. } => *written_bytes = (*written_bytes).min(1 << 50),
+            MediaOp::Open { .. }
+            | MediaOp::Close { .. }
+            | MediaOp::Flush { .. }
+            | MediaOp::ZoneMgmtNoop { .. } => {}
+        }
+        op
+    }
+
+    #[inline]
+    fn frontend(&mut self, t: u64) -> u64 {
+        let e = t.max(self.fe_free) + self.profile.frontend_ns;
+        self.fe_free = e;
+        e
+    }
+
+    /// A write-path command entered its engine at `es`: the front end may pass
+    /// a new command only once the engine queue has room, i.e. once the
+    /// command `engine_queue_slots` places back has started.
+    #[inline]
+    fn engine_entered(&mut self, es: u64) {
+        self.eng_starts[self.eng_pos] = es;
+        self.eng_pos = (self.eng_pos + 1) % 64;
+        let oldest = self.eng_starts[(self.eng_pos + 64 - self.eng_slots) % 64];
+        self.fe_free = self.fe_free.max(oldest);
+    }
+
+    /// Uniform jitter in [-j, +j] around `t` (deterministic from the seed).
+    #[inline]
+    fn jitter(&mut self, t: u64) -> u64 {
+        let j = self.profile.io_jitter_ns;
+        if j == 0 {
+            return t;
+        }
+        self.draws += 1;
+        let r = splitmix64(self.profile.seed ^ splitmix64(self.draws)) % (2 * j + 1);
+        (t + r).saturating_sub(j)
+    }
+
+    #[inline]
+    fn extra_units(&self, bytes: u64) -> u64 {
+        bytes
+            .div_ceil(self.profile.host_xfer_unit_bytes)
+            .saturating_sub(1)
+    }
+
+    /// Die holding program unit `k` of `zone`.
+    #[inline]
+    fn zone_die(&self, zone: u64, k: u64) -> usize {
+        let dpz = self.dies_per_zone;
+        let base = zone.wrapping_mul(dpz) % self.total_dies;
+        ((base + k.wrapping_add(zone) % dpz) % self.total_dies) as usize
+    }
+
+    /// Die that programs the next unit of `zone` (unit `k`). A zone striped
+    /// over every die takes the dies in arrival order (one rotating pointer
+    /// for all zones), which keeps them equally loaded whatever the number of
+    /// zones being written; otherwise the unit goes to its static place.
+    #[inline]
+    fn program_die(&mut self, zone: u64, k: u64) -> usize {
+        if self.dies_per_zone == self.total_dies {
+            self.rotate_die()
+        } else {
+            self.zone_die(zone, k)
+        }
+    }
+
+    /// The next die in arrival order (shared by every striped zone and the
+    /// log-structured conventional namespace).
+    #[inline]
+    fn rotate_die(&mut self) -> usize {
+        let d = self.next_die;
+        self.next_die = (d + 1) % self.total_dies;
+        d as usize
+    }
+
+    /// Die assumed to hold program unit `k` of a conventional namespace (for
+    /// reads: the page map is not modelled, so the unit is hashed to a die).
+    #[inline]
+    fn conv_die(&self, k: u64) -> usize {
+        (splitmix64(k) % self.total_dies) as usize
+    }
+
+    /// Programs one unit (of which `bytes` are buffered data) on `die` once
+    /// its data is complete at `t`; returns the end of the program.
+    fn program_unit(&mut self, t: u64, die: usize, bytes: u64) -> u64 {
+        let tp = self.profile.program_ns;
+        let ch = (die as u64 % self.n_channels) as usize;
+        // One cached unit per die: the transfer may overlap the previous program.
+        let xs = t.max(self.dies[die].prog_until().saturating_sub(tp));
+        let xe = self.channels[ch].program_xfer(xs, self.unit_xfer_ns);
+        let pe = self.dies[die].program(xe, tp, self.seg_ns);
+        self.buffer.release_at(pe, bytes);
+        pe
+    }
+
+    /// Schedules the programs of the units of `zone` completed by data
+    /// `[off, off + bytes)` arriving at `t`; returns the last program end (or `t`).
+    fn schedule_zone_range(&mut self, t: u64, zone: u32, off: u64, bytes: u64) -> u64 {
+        let unit = self.unit_bytes;
+        let cap = self.profile.zone_capacity_bytes;
+        let zone = u64::from(zone);
+        let end = off.saturating_add(bytes);
+        let mut last = t;
+        let k_end = (end / unit).min(off / unit + MAX_UNITS_PER_COMMAND);
+        for k in (off / unit)..k_end {
+            let die = self.program_die(zone, k);
+            last = last.max(self.program_unit(t, die, unit));
+        }
+        // A zone capacity that is not a multiple of the program unit ends in
+        // a partial unit, programmed (padded) when the data reaches capacity.
+        let tail = cap % unit;
+        if tail != 0 && off < cap && end >= cap && cap - off <= MAX_UNITS_PER_COMMAND * unit {
+            let die = self.program_die(zone, cap / unit);
+            last = last.max(self.program_unit(t, die, tail));
+        }
+        last
+    }
+
+    fn write_path_done(&self, adm: u64, last_prog: u64, end_off: u64, fua: bool) -> u64 {
+        if !fua || self.profile.write_buffer_power_loss_protected {
+            return adm;
+        }
+        // FUA without power-loss protection: the data must be in flash. A
+        // partial unit is padded and programmed now.
+        let mut d = adm.max(last_prog);
+        let open_unit_bytes = end_off % self.unit_bytes;
+        if open_unit_bytes != 0 {
+            d = d.max(adm + self.unit_xfer_ns + self.profile.program_ns);
+        }
+        d
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn zoned_write(
+        &mut self,
+        t: u64,
+        zone: u32,
+        off: u64,
+        bytes: u64,
+        implicit_open: bool,
+        zrwa: bool,
+        fua: bool,
+    ) -> u64 {
+        let p = &self.profile;
+        let small = if bytes < p.host_xfer_unit_bytes {
+            p.write_engine_small_extra_ns
+        } else {
+            0
+        };
+        let svc = p.write_engine_ns
+            + small
+            + p.write_engine_per_extra_unit_ns
+                .saturating_mul(self.extra_units(bytes));
+        let extra = if implicit_open {
+            p.implicit_open_write_extra_ns
+        } else {
+            0
+        };
+        let complete = p.write_complete_ns + extra;
+        let medium = p.zrwa_medium;
+        let fe = self.frontend(t);
+        let es = fe.max(self.write_eng_free);
+        self.engine_entered(es);
+        let ee = es + svc;
+        if zrwa {
+            // ZRWA data is not programmed until committed; the write waits only
+            // if committed data has over-filled the buffer (back-pressure).
+            let ready = match medium {
+                ZrwaMedium::WriteBuffer => {
+                    let r = self.buffer.admit(ee, bytes, false);
+                    self.write_eng_free = r;
+                    r
+                }
+                ZrwaMedium::Dram => {
+                    // The engine hands the data to the DRAM medium, a pipeline
+                    // stage of its own.
+                    let r = self.buffer.admit(ee, 0, false);
+                    self.write_eng_free = r;
+                    let zs = r.max(self.zrwa_free);
+                    self.zrwa_free = zs + self.zrwa_rate.ns(bytes);
+                    self.zrwa_free
+                }
+            };
+            let mut d = self.jitter(ready + complete);
+            if fua
+                && !self.profile.write_buffer_power_loss_protected
+                && medium == ZrwaMedium::WriteBuffer
+            {
+                d = d.max(ready + self.unit_xfer_ns + self.profile.program_ns);
+            }
+            return d;
+        }
+        let adm = self.buffer.admit(ee, bytes, true);
+        self.write_eng_free = adm;
+        let last = self.schedule_zone_range(adm, zone, off, bytes);
+        let d = self.write_path_done(adm, last, off.saturating_add(bytes), fua) + complete;
+        self.jitter(d)
+    }
+
+    fn append(
+        &mut self,
+        t: u64,
+        zone: u32,
+        off: u64,
+        bytes: u64,
+        implicit_open: bool,
+        fua: bool,
+    ) -> u64 {
+        let p = &self.profile;
+        let small = if bytes < p.host_xfer_unit_bytes {
+            p.append_engine_small_extra_ns
+        } else {
+            0
+        };
+        let svc = p.append_engine_ns
+            + small
+            + p.append_engine_per_extra_unit_ns
+                .saturating_mul(self.extra_units(bytes));
+        let extra = if implicit_open {
+            p.implicit_open_append_extra_ns
+        } else {
+            0
+        };
+        let complete = p.append_complete_ns + extra;
+        let fe = self.frontend(t);
+        let es = fe.max(self.append_eng_free);
+        self.engine_entered(es);
+        let adm = self.buffer.admit(es + svc, bytes, true);
+        self.append_eng_free = adm;
+        let last = self.schedule_zone_range(adm, zone, off, bytes);
+        let d = self.write_path_done(adm, last, off.saturating_add(bytes), fua) + complete;
+        self.jitter(d)
+    }
+
+    fn conv_write(&mut self, t: u64, ns: u32, bytes: u64, fua: bool) -> u64 {
+        if self.namespace_kind(ns) != NamespaceKind::Conventional {
+            self.declare_namespace(ns, NamespaceKind::Conventional);
+        }
+        let p = &self.profile;
+        let base = if bytes < p.conv_full_page_bytes {
+            p.conv_small_write_ns
+        } else {
+            p.conv_write_ns
+        };
+        let svc = base.max(self.conv_rate.ns(bytes));
+        let complete = p.write_complete_ns;
+        let fe = self.frontend(t);
+        let es = fe.max(self.conv_write_free);
+        self.engine_entered(es);
+        let adm = self.buffer.admit(es + svc, bytes, true);
+        self.conv_write_free = adm;
+        // Log-structured: data fills program units in arrival order.
+        let unit = self.unit_bytes;
+        let old = self.conv_cursor_bytes;
+        let new = old.wrapping_add(bytes);
+        self.conv_cursor_bytes = new;
+        let mut last = adm;
+        if new >= old {
+            for _ in (old / unit)..(new / unit).min(old / unit + MAX_UNITS_PER_COMMAND) {
+                let die = self.rotate_die();
+                last = last.max(self.program_unit(adm, die, unit));
+            }
+        }
+        let d = self.write_path_done(adm, last, new, fua) + complete;
+        self.jitter(d)
+    }
+
+    /// ZRWA data `[off, off + bytes)` of `zone` moves into the write buffer and
+    /// its completed units are programmed; returns when they are in flash.
+    fn commit(&mut self, t: u64, zone: u32, off: u64, bytes: u64) -> u64 {
+        self.buffer.add(bytes);
+        self.schedule_zone_range(t, zone, off, bytes)
+    }
+
+    fn read(&mut self, t: u64, ns: u32, off: u64, bytes: u64) -> u64 {
+        let conv = self.namespace_kind(ns) == NamespaceKind::Conventional;
+        let mut t0 = self.frontend(t);
+        if conv {
+            let s = t0.max(self.conv_read_free);
+            self.conv_read_free = s + self.profile.conv_read_engine_ns;
+            t0 = self.conv_read_free;
+        }
+        t0 += self.profile.read_controller_ns;
+        let unit = self.unit_bytes;
+        let zs = self.profile.zone_size_bytes;
+        let end = off.saturating_add(bytes.min(MAX_UNITS_PER_COMMAND * unit));
+        let mut pos = off;
+        let mut done = t0;
+        while pos < end {
+            let (die, unit_start, limit) = if conv {
+                let k = pos / unit;
+                (self.conv_die(k), k * unit, u64::MAX)
+            } else {
+                let in_zone = pos % zs;
+                let k = in_zone / unit;
+                let zone_start = pos - in_zone;
+                (
+                    self.zone_die(pos / zs, k),
+                    zone_start + k * unit,
+                    zone_start.saturating_add(zs),
+                )
+            };
+            let chunk_end = end.min(unit_start.saturating_add(unit)).min(limit);
+            let first = (pos - unit_start) / self.stripe_bytes;
+            let last = (chunk_end - 1 - unit_start) / self.stripe_bytes;
+            let mut tr = 0;
+            for pg in first..=last.min(first + self.n_page_types - 1) {
+                tr = tr.max(self.read_page_ns[(pg % self.n_page_types) as usize]);
+            }
+            let re = self.dies[die].read(t0, tr, self.seg_ns);
+            let ch = (die as u64 % self.n_channels) as usize;
+            let xe = self.channels[ch].read_xfer(re, self.ch_rate.ns(chunk_end - pos));
+            done = done.max(xe);
+            pos = chunk_end;
+        }
+        done + self.profile.read_complete_ns
+    }
+
+    fn finish(&mut self, t: u64, zone: u32, written: u64, capacity: u64) -> u64 {
+        let fe = self.frontend(t);
+        if written == 0 || written >= capacity {
+            return fe + self.profile.finish_empty_ns;
+        }
+        let unit = self.unit_bytes;
+        let zone64 = u64::from(zone);
+        let mut last = fe;
+        // The open unit: pad and program what is buffered.
+        let partial = written % unit;
+        if partial != 0 {
+            let die = self.program_die(zone64, written / unit);
+            last = last.max(self.program_unit(fe, die, partial));
+        }
+        // Filler for every remaining unit, on the zone's dies, lowest priority.
+        let k0 = written.div_ceil(unit);
+        let k_end = capacity.div_ceil(unit);
+        let n = k_end.saturating_sub(k0);
+        let dpz = self.dies_per_zone;
+        let per = n / dpz;
+        let rem = n % dpz;
+        let first_j = (k0 + zone64) % dpz;
+        let tp = self.profile.program_ns;
+        for i in 0..dpz.min(n) {
+            let j = (first_j + i) % dpz;
+            let count = per + u64::from(i < rem);
+            let die = ((zone64 * dpz + j) % self.total_dies) as usize;
+            last = last.max(self.dies[die].fill(fe, count.saturating_mul(tp)));
+        }
+        last + self.profile.finish_base_ns
+    }
+
+    fn reset(&mut self, t: u64, written: u64, finished_early: bool) -> u64 {
+        let fe = self.frontend(t);
+        let p = &self.profile;
+        let cap = p.zone_capacity_bytes;
+        let mut cost = u128::from(p.reset_base_ns)
+            + u128::from(p.reset_per_written_mib_ns) * u128::from(written) / MIB;
+        if !finished_early {
+            if written >= cap {
+                cost += u128::from(p.reset_full_extra_ns);
+            } else if written > 0 {
+                let sat = p.reset_partial_saturation_bytes.max(1);
+                cost += u128::from(p.reset_partial_extra_ns) * u128::from(written.min(sat))
+                    / u128::from(sat);
+            }
+        }
+        // Jitter, uniform in +/- reset_jitter_ppm.
+        let j = p.reset_jitter_ppm;
+        if j > 0 {
+            self.draws += 1;
+            let r = splitmix64(p.seed ^ splitmix64(self.draws)) % (2 * j + 1);
+            cost = cost * u128::from(PPM - j + r) / u128::from(PPM);
+        }
+        // Interference: recent I/O makes a slowed reset likely.
+        let w = [
+            p.reset_interference_read_ppm,
+            p.reset_interference_write_ppm,
+            p.reset_interference_append_ppm,
+        ];
+        let slowdown = p.reset_interference_slowdown_pct;
+        let mut prob: u64 = 0;
+        for (c, wc) in w.into_iter().enumerate() {
+            let busy = self.meters[c].busy_ppm(fe);
+            prob = prob.saturating_add(wc.saturating_mul(busy) / PPM);
+        }
+        self.reset_hit_acc += prob.min(PPM);
+        if self.reset_hit_acc >= PPM {
+            self.reset_hit_acc -= PPM;
+            cost = cost * u128::from(slowdown) / 100;
+        }
+        // Partial program unit of an unfinished zone: discarded from the buffer.
+        if !finished_early && written < cap {
+            self.buffer.discard(written % self.unit_bytes);
+        }
+        let s = fe.max(self.reset_free);
+        self.reset_free = s.saturating_add(cost.min(u128::from(u64::MAX / 4)) as u64);
+        self.reset_free
+    }
+}

@@ -1,0 +1,490 @@
+//! The timing parameters of one emulated controller (`TimingProfile`) and the
+//! host-stack selector (`HostStack`).
+//!
+//! A profile is data: a device profile's `[timing]` table deserializes straight
+//! into [`TimingProfile`] (unknown keys are rejected). Every field carries its
+//! unit in its name. `docs/timing-model.md` gives each parameter's meaning and
+//! the measured number it was calibrated from.
+
+use serde::{Deserialize, Serialize};
+
+/// Host I/O stack in front of the device. It adds a per-request CPU cost, split
+/// into a submission part (before the device sees the command) and a completion
+/// part (after the device posts the completion).
+///
+/// The mq-deadline per-zone write lock and the merging of contiguous queued
+/// writes are done by the device layer in front of [`super::FlashArray::submit`];
+/// the timing model charges only the per-request cost of each dispatched
+/// (possibly merged) request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HostStack {
+    /// SPDK-like polled user-space driver: the lowest per-request overhead.
+    Spdk,
+    /// Linux io_uring (SQ polling) with the `none` scheduler.
+    IoUringNone,
+    /// Linux io_uring with the `mq-deadline` scheduler.
+    IoUringMqDeadline,
+}
+
+impl HostStack {
+    /// Every stack, in the order they are documented.
+    pub const ALL: [HostStack; 3] = [
+        HostStack::Spdk,
+        HostStack::IoUringNone,
+        HostStack::IoUringMqDeadline,
+    ];
+
+    /// The name used in TOML files and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            HostStack::Spdk => "spdk",
+            HostStack::IoUringNone => "io-uring-none",
+            HostStack::IoUringMqDeadline => "io-uring-mq-deadline",
+        }
+    }
+
+    /// Parses a name as written in TOML / on the command line.
+    pub fn from_name(name: &str) -> Option<HostStack> {
+        HostStack::ALL.into_iter().find(|s| s.name() == name)
+    }
+}
+
+/// Where ZRWA data lives until it is committed to the zone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ZrwaMedium {
+    /// The ZRWA is a window of the controller's write buffer (ZN540): a ZRWA
+    /// write costs what a normal write costs; the flash program happens when
+    /// the data is committed.
+    WriteBuffer,
+    /// A separate battery-backed DRAM area (PM1731a): a ZRWA write is a
+    /// transfer at `zrwa_dram_mibps` on its own serial medium; the flash
+    /// program happens when the data is committed.
+    Dram,
+}
+
+/// Timing parameters of one emulated controller and its flash.
+///
+/// Times are integer nanoseconds (`_ns`), sizes bytes (`_bytes`), rates MiB/s
+/// (`_mibps`, 2^20 bytes per second), probabilities and fractions parts per
+/// million (`_ppm`). See `docs/timing-model.md` for the model and the sources.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TimingProfile {
+    // ------------------------------------------------------------ host stacks
+    /// SPDK: host CPU time before the command reaches the device.
+    pub host_spdk_submit_ns: u64,
+    /// SPDK: host CPU time after the device posts the completion.
+    pub host_spdk_complete_ns: u64,
+    /// io_uring + none: submission-side host cost.
+    pub host_io_uring_none_submit_ns: u64,
+    /// io_uring + none: completion-side host cost.
+    pub host_io_uring_none_complete_ns: u64,
+    /// io_uring + mq-deadline: submission-side host cost (per dispatched request).
+    pub host_io_uring_mq_deadline_submit_ns: u64,
+    /// io_uring + mq-deadline: completion-side host cost.
+    pub host_io_uring_mq_deadline_complete_ns: u64,
+
+    // ------------------------------------------------------------- controller
+    /// Command front end (fetch, decode): one serial FIFO shared by every
+    /// command of every namespace. A write that waits for write-buffer space
+    /// holds the front end (head-of-line blocking).
+    pub frontend_ns: u64,
+    /// Commands the write/append/conventional engines can hold queued behind
+    /// the front end; when they are full (e.g. the write buffer stalls) the
+    /// front end stops, and every later command waits (1..=64).
+    pub engine_queue_slots: u32,
+    /// Completion-time jitter of writes and appends: uniform in +/- this,
+    /// drawn from `seed` (breaks the lock-step of deterministic closed loops).
+    pub io_jitter_ns: u64,
+    /// Granule of the host-data path: the first granule of a write/append is in
+    /// the engine base cost, each further granule adds `*_per_extra_unit_ns`.
+    pub host_xfer_unit_bytes: u64,
+    /// Write engine (serial, zoned-namespace writes): occupancy per command.
+    pub write_engine_ns: u64,
+    /// Write engine: extra occupancy per host granule beyond the first.
+    pub write_engine_per_extra_unit_ns: u64,
+    /// Write engine: extra occupancy of a write smaller than one host granule
+    /// (0 on a 4 KiB LBA format; large on the 512 B format).
+    pub write_engine_small_extra_ns: u64,
+    /// Fixed (pipelined) time from write-buffer admission to the completion.
+    pub write_complete_ns: u64,
+    /// Extra latency of a write that implicitly opens its zone.
+    pub implicit_open_write_extra_ns: u64,
+    /// Append engine (serial, separate from and slower than the write engine).
+    pub append_engine_ns: u64,
+    /// Append engine: extra occupancy of an append smaller than one host granule.
+    pub append_engine_small_extra_ns: u64,
+    /// Append engine: extra occupancy per host granule beyond the first.
+    pub append_engine_per_extra_unit_ns: u64,
+    /// Fixed (pipelined) time from write-buffer admission to the append completion.
+    pub append_complete_ns: u64,
+    /// Extra latency of an append that implicitly opens its zone.
+    pub implicit_open_append_extra_ns: u64,
+    /// Fixed controller time of a read before the die read starts (mapping lookup).
+    pub read_controller_ns: u64,
+    /// Fixed controller time of a read after the channel transfer (ECC, completion).
+    pub read_complete_ns: u64,
+    /// Flush command cost (with a power-loss-protected buffer this is all it costs).
+    pub flush_ns: u64,
+
+    // ------------------------------------------------------------------ flash
+    /// Flash channels (buses).
+    pub channels: u32,
+    /// Dies (LUNs) per channel. Die `d` sits on channel `d % channels`.
+    pub dies_per_channel: u32,
+    /// Planes per die (a program unit spans all planes).
+    pub planes_per_die: u32,
+    /// Flash page size per plane.
+    pub page_bytes: u64,
+    /// Pages programmed by one (one-shot) program per plane: 3 for TLC.
+    /// Program unit = planes_per_die x page_bytes x pages_per_program.
+    pub pages_per_program: u32,
+    /// Array read time (tR) per page type within a word line (LP, CP, UP, ...);
+    /// page type = page index within the program unit modulo the list length.
+    pub read_page_ns: Vec<u64>,
+    /// Program time (tPROG) of one program unit on one die.
+    pub program_ns: u64,
+    /// Channel transfer rate.
+    pub channel_mibps: u64,
+    /// A read (or host program) that arrives while a die executes a
+    /// lower-priority program waits for the end of the current segment of
+    /// this length (program suspend granularity), then pushes that program back.
+    pub program_suspend_granularity_ns: u64,
+
+    // ----------------------------------------------------------- write buffer
+    /// Controller write buffer. Writes complete once their data is in it; it
+    /// drains by programming full program units; a full buffer stalls writers.
+    pub write_buffer_bytes: u64,
+    /// Buffer is power-loss protected: FUA and Flush need not wait for flash.
+    pub write_buffer_power_loss_protected: bool,
+
+    // ------------------------------------------------------------------ zones
+    /// Zone size of the zoned namespace (LBA-space stride between zones).
+    /// Must equal the device geometry; device profiles leave it out and the
+    /// device layer fills it from the namespace (`zns_device::Profile`).
+    #[serde(default)]
+    pub zone_size_bytes: u64,
+    /// Zone capacity of the zoned namespace. Must equal the device geometry;
+    /// filled from the namespace like `zone_size_bytes`.
+    #[serde(default)]
+    pub zone_capacity_bytes: u64,
+    /// Dies a zone is striped over (all dies on a large-zone device; 1 on a
+    /// small-zone device). Zone z uses dies starting at `z * dies_per_zone`.
+    pub dies_per_zone: u32,
+    /// Explicit open (device part; host and front-end costs come on top).
+    pub open_ns: u64,
+    /// Close (device part).
+    pub close_ns: u64,
+    /// A zone-management command that changes nothing (e.g. reset of an Empty zone).
+    pub zone_mgmt_noop_ns: u64,
+    /// Reset: fixed part (an opened, empty zone).
+    pub reset_base_ns: u64,
+    /// Reset: cost per MiB of host-written data in the zone.
+    pub reset_per_written_mib_ns: u64,
+    /// Reset of a partially written, unfinished zone: extra cost, reached at
+    /// `reset_partial_saturation_bytes` written and constant beyond.
+    pub reset_partial_extra_ns: u64,
+    /// See `reset_partial_extra_ns` (the extra grows linearly up to here).
+    pub reset_partial_saturation_bytes: u64,
+    /// Reset of a zone filled to capacity by writes: extra cost.
+    pub reset_full_extra_ns: u64,
+    /// Reset duration jitter: uniform in +/- this fraction, drawn from `seed`.
+    pub reset_jitter_ppm: u64,
+    /// Window over which recent read/write/append activity is measured.
+    pub reset_interference_window_ns: u64,
+    /// Probability weight that a reset is slowed, per unit of recent read busy fraction.
+    pub reset_interference_read_ppm: u64,
+    /// Same, for writes (zoned, conventional, ZRWA).
+    pub reset_interference_write_ppm: u64,
+    /// Same, for appends.
+    pub reset_interference_append_ppm: u64,
+    /// Duration of a slowed reset, in percent of its unslowed duration.
+    pub reset_interference_slowdown_pct: u64,
+    /// Finish: fixed part (on top of programming filler for the unwritten part).
+    pub finish_base_ns: u64,
+    /// Finish of an opened zone with nothing written (no filler is written).
+    pub finish_empty_ns: u64,
+
+    // ------------------------------------------------------------------- ZRWA
+    /// Backing medium of the ZRWA.
+    pub zrwa_medium: ZrwaMedium,
+    /// Transfer rate of the ZRWA medium when it is `dram`.
+    pub zrwa_dram_mibps: u64,
+    /// Explicit ZRWA flush command (device part).
+    pub zrwa_flush_ns: u64,
+
+    // ------------------------------------------------- conventional namespace
+    /// Conventional-namespace read engine (serial page-mapped lookup) occupancy.
+    pub conv_read_engine_ns: u64,
+    /// Conventional-namespace write engine occupancy for a write smaller than
+    /// `conv_full_page_bytes` (read-modify-write of a mapping unit).
+    pub conv_small_write_ns: u64,
+    /// Conventional-namespace write engine occupancy for larger writes
+    /// (at least `bytes / conv_write_mibps`).
+    pub conv_write_ns: u64,
+    /// Conventional-namespace write engine rate limit.
+    pub conv_write_mibps: u64,
+    /// Conventional-namespace mapping unit (writes below it are "small").
+    pub conv_full_page_bytes: u64,
+
+    // ------------------------------------------------------------ determinism
+    /// Seed of the only random draws (reset jitter). Same seed, same times.
+    #[serde(default)]
+    pub seed: u64,
+}
+
+fn nonzero(name: &str, v: u64) -> Result<(), String> {
+    if v == 0 {
+        Err(format!("timing.{name} must be > 0"))
+    } else {
+        Ok(())
+    }
+}
+
+impl TimingProfile {
+    /// Total dies.
+    pub fn total_dies(&self) -> u32 {
+        self.channels.saturating_mul(self.dies_per_channel)
+    }
+
+    /// Bytes programmed by one program operation on one die.
+    pub fn program_unit_bytes(&self) -> u64 {
+        u64::from(self.planes_per_die)
+            .saturating_mul(self.page_bytes)
+            .saturating_mul(u64::from(self.pages_per_program))
+    }
+
+    /// Sustained flash program bandwidth of the whole array (MiB/s, rounded down).
+    pub fn array_program_mibps(&self) -> u64 {
+        if self.program_ns == 0 {
+            return 0;
+        }
+        let bytes_per_s =
+            u128::from(self.program_unit_bytes()) * u128::from(self.total_dies()) * 1_000_000_000
+                / u128::from(self.program_ns);
+        (bytes_per_s >> 20) as u64
+    }
+
+    /// Checks the profile; the error names the offending field.
+    pub fn validate(&self) -> Result<(), String> {
+        nonzero("channels", u64::from(self.channels))?;
+        nonzero("dies_per_channel", u64::from(self.dies_per_channel))?;
+        nonzero("planes_per_die", u64::from(self.planes_per_die))?;
+        nonzero("page_bytes", self.page_bytes)?;
+        nonzero("pages_per_program", u64::from(self.pages_per_program))?;
+        nonzero("program_ns", self.program_ns)?;
+        nonzero("channel_mibps", self.channel_mibps)?;
+        nonzero("host_xfer_unit_bytes", self.host_xfer_unit_bytes)?;
+        nonzero("zone_size_bytes", self.zone_size_bytes)?;
+        nonzero("zone_capacity_bytes", self.zone_capacity_bytes)?;
+        nonzero("dies_per_zone", u64::from(self.dies_per_zone))?;
+        nonzero("conv_write_mibps", self.conv_write_mibps)?;
+        nonzero("conv_full_page_bytes", self.conv_full_page_bytes)?;
+        nonzero(
+            "reset_interference_window_ns",
+            self.reset_interference_window_ns,
+        )?;
+        if self.zrwa_medium == ZrwaMedium::Dram {
+            nonzero("zrwa_dram_mibps", self.zrwa_dram_mibps)?;
+        }
+        if self.total_dies() > 1 << 16 {
+            return Err(format!(
+                "timing.channels x timing.dies_per_channel = {} dies; at most 65536 are supported",
+                self.total_dies()
+            ));
+        }
+        if self.engine_queue_slots == 0 || self.engine_queue_slots > 64 {
+            return Err(format!(
+                "timing.engine_queue_slots = {} must be in 1..=64",
+                self.engine_queue_slots
+            ));
+        }
+        if self.io_jitter_ns > self.write_complete_ns.min(self.append_complete_ns) {
+            return Err(format!(
+                "timing.io_jitter_ns = {} must not exceed write_complete_ns and append_complete_ns",
+                self.io_jitter_ns
+            ));
+        }
+        if self.read_page_ns.is_empty() {
+            return Err("timing.read_page_ns must list at least one page read time".into());
+        }
+        if self.read_page_ns.len() > 16 {
+            return Err(format!(
+                "timing.read_page_ns lists {} page types; at most 16 are supported",
+                self.read_page_ns.len()
+            ));
+        }
+        if let Some(i) = self.read_page_ns.iter().position(|&v| v == 0) {
+            return Err(format!("timing.read_page_ns[{i}] must be > 0"));
+        }
+        if self.page_bytes > 1 << 24 {
+            return Err(format!(
+                "timing.page_bytes = {} is larger than 16 MiB",
+                self.page_bytes
+            ));
+        }
+        if self.program_unit_bytes() > 1 << 30 {
+            return Err(format!(
+                "timing.planes_per_die x page_bytes x pages_per_program = {} bytes; at most 1 GiB",
+                self.program_unit_bytes()
+            ));
+        }
+        if self.dies_per_zone > self.total_dies() {
+            return Err(format!(
+                "timing.dies_per_zone = {} exceeds the {} dies (channels x dies_per_channel)",
+                self.dies_per_zone,
+                self.total_dies()
+            ));
+        }
+        for (name, v, max) in [
+            ("zone_size_bytes", self.zone_size_bytes, 1u64 << 50),
+            ("zone_capacity_bytes", self.zone_capacity_bytes, 1 << 50),
+            ("write_buffer_bytes", self.write_buffer_bytes, 1 << 40),
+            ("host_xfer_unit_bytes", self.host_xfer_unit_bytes, 1 << 30),
+            ("conv_full_page_bytes", self.conv_full_page_bytes, 1 << 30),
+            (
+                "reset_partial_saturation_bytes",
+                self.reset_partial_saturation_bytes,
+                1 << 50,
+            ),
+        ] {
+            if v > max {
+                return Err(format!(
+                    "timing.{name} = {v} exceeds the supported maximum {max}"
+                ));
+            }
+        }
+        if self.zone_capacity_bytes > self.zone_size_bytes {
+            return Err(format!(
+                "timing.zone_capacity_bytes = {} exceeds timing.zone_size_bytes = {}",
+                self.zone_capacity_bytes, self.zone_size_bytes
+            ));
+        }
+        let min_buffer = self.program_unit_bytes().saturating_mul(4);
+        if self.write_buffer_bytes < min_buffer {
+            return Err(format!(
+                "timing.write_buffer_bytes = {} must hold at least 4 program units ({} bytes)",
+                self.write_buffer_bytes, min_buffer
+            ));
+        }
+        for (name, v) in [
+            ("channel_mibps", self.channel_mibps),
+            ("conv_write_mibps", self.conv_write_mibps),
+            ("zrwa_dram_mibps", self.zrwa_dram_mibps),
+        ] {
+            if v > 1 << 24 {
+                return Err(format!(
+                    "timing.{name} = {v} MiB/s is unreasonably large (max 16777216)"
+                ));
+            }
+        }
+        if self.reset_jitter_ppm >= 1_000_000 {
+            return Err(format!(
+                "timing.reset_jitter_ppm = {} must be below 1000000 (100 %)",
+                self.reset_jitter_ppm
+            ));
+        }
+        if self.reset_interference_slowdown_pct < 100 {
+            return Err(format!(
+                "timing.reset_interference_slowdown_pct = {} must be at least 100",
+                self.reset_interference_slowdown_pct
+            ));
+        }
+        // Guard the integer arithmetic: no single time parameter above ~1 hour.
+        const MAX_NS: u64 = 3_600_000_000_000;
+        for (name, v) in self.time_fields() {
+            if v > MAX_NS {
+                return Err(format!("timing.{name} = {v} ns is larger than one hour"));
+            }
+        }
+        if let Some(i) = self.read_page_ns.iter().position(|&v| v > MAX_NS) {
+            return Err(format!("timing.read_page_ns[{i}] is larger than one hour"));
+        }
+        if self.reset_interference_slowdown_pct > 100_000 {
+            return Err(format!(
+                "timing.reset_interference_slowdown_pct = {} is larger than 100000",
+                self.reset_interference_slowdown_pct
+            ));
+        }
+        Ok(())
+    }
+
+    fn time_fields(&self) -> [(&'static str, u64); 36] {
+        [
+            ("host_spdk_submit_ns", self.host_spdk_submit_ns),
+            ("host_spdk_complete_ns", self.host_spdk_complete_ns),
+            (
+                "host_io_uring_none_submit_ns",
+                self.host_io_uring_none_submit_ns,
+            ),
+            (
+                "host_io_uring_none_complete_ns",
+                self.host_io_uring_none_complete_ns,
+            ),
+            (
+                "host_io_uring_mq_deadline_submit_ns",
+                self.host_io_uring_mq_deadline_submit_ns,
+            ),
+            (
+                "host_io_uring_mq_deadline_complete_ns",
+                self.host_io_uring_mq_deadline_complete_ns,
+            ),
+            ("frontend_ns", self.frontend_ns),
+            ("write_engine_ns", self.write_engine_ns),
+            (
+                "write_engine_per_extra_unit_ns",
+                self.write_engine_per_extra_unit_ns,
+            ),
+            (
+                "write_engine_small_extra_ns",
+                self.write_engine_small_extra_ns,
+            ),
+            ("write_complete_ns", self.write_complete_ns),
+            (
+                "implicit_open_write_extra_ns",
+                self.implicit_open_write_extra_ns,
+            ),
+            ("append_engine_ns", self.append_engine_ns),
+            (
+                "append_engine_small_extra_ns",
+                self.append_engine_small_extra_ns,
+            ),
+            (
+                "append_engine_per_extra_unit_ns",
+                self.append_engine_per_extra_unit_ns,
+            ),
+            ("append_complete_ns", self.append_complete_ns),
+            (
+                "implicit_open_append_extra_ns",
+                self.implicit_open_append_extra_ns,
+            ),
+            ("read_controller_ns", self.read_controller_ns),
+            ("read_complete_ns", self.read_complete_ns),
+            ("flush_ns", self.flush_ns),
+            ("program_ns", self.program_ns),
+            (
+                "program_suspend_granularity_ns",
+                self.program_suspend_granularity_ns,
+            ),
+            ("open_ns", self.open_ns),
+            ("close_ns", self.close_ns),
+            ("zone_mgmt_noop_ns", self.zone_mgmt_noop_ns),
+            ("reset_base_ns", self.reset_base_ns),
+            ("reset_per_written_mib_ns", self.reset_per_written_mib_ns),
+            ("reset_partial_extra_ns", self.reset_partial_extra_ns),
+            ("reset_full_extra_ns", self.reset_full_extra_ns),
+            (
+                "reset_interference_window_ns",
+                self.reset_interference_window_ns,
+            ),
+            ("finish_base_ns", self.finish_base_ns),
+            ("finish_empty_ns", self.finish_empty_ns),
+            ("zrwa_flush_ns", self.zrwa_flush_ns),
+            ("conv_read_engine_ns", self.conv_read_engine_ns),
+            ("conv_small_write_ns", self.conv_small_write_ns),
+            ("conv_write_ns", self.conv_write_ns),
+        ]
+    }
+}

@@ -1,0 +1,603 @@
+//! Behaviour of the timing model (not its calibration): profiles, validation,
+//! determinism, resource sharing, priorities, and robustness against any
+//! input the device layer could pass.
+
+use proptest::prelude::*;
+use zns_sim::timing::{FlashArray, HostStack, MediaOp, NamespaceKind, TimingProfile, ZrwaMedium};
+
+const KIB: u64 = 1024;
+const MIB: u64 = 1024 * 1024;
+const US: u64 = 1_000;
+const MS: u64 = 1_000_000;
+
+fn profile(name: &str) -> TimingProfile {
+    let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+    toml::from_str(&std::fs::read_to_string(&path).unwrap())
+        .unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn write(zone: u32, off: u64, bytes: u64) -> MediaOp {
+    MediaOp::Write {
+        ns: 1,
+        zone,
+        zone_offset_bytes: off,
+        bytes,
+        implicit_open: false,
+        zrwa: false,
+        fua: false,
+    }
+}
+
+fn read(off: u64, bytes: u64) -> MediaOp {
+    MediaOp::Read {
+        ns: 1,
+        lba_offset_bytes: off,
+        bytes,
+    }
+}
+
+#[test]
+fn fixtures_deserialize_validate_and_round_trip() {
+    for name in [
+        "zn540_timing.toml",
+        "pm1731a_timing.toml",
+        "tiny_timing.toml",
+    ] {
+        let p = profile(name);
+        p.validate().unwrap_or_else(|e| panic!("{name}: {e}"));
+        let back: TimingProfile = toml::from_str(&toml::to_string(&p).unwrap()).unwrap();
+        assert_eq!(back, p, "{name}");
+        FlashArray::new(&p).unwrap();
+    }
+    let zn = profile("zn540_timing.toml");
+    assert_eq!(zn.total_dies(), 32);
+    assert_eq!(zn.program_unit_bytes(), 96 * KIB);
+    assert_eq!(zn.zrwa_medium, ZrwaMedium::WriteBuffer);
+    assert_eq!(profile("pm1731a_timing.toml").zrwa_medium, ZrwaMedium::Dram);
+}
+
+/// docs/timing-model.md carries the parameter sets as `[timing]` snippets
+/// for device profiles; they must be the fixtures, verbatim.
+#[test]
+fn doc_snippets_match_the_fixtures() {
+    let doc = std::fs::read_to_string(format!(
+        "{}/../../docs/timing-model.md",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    let snippets: Vec<&str> = doc
+        .split("```toml\n")
+        .skip(1)
+        .map(|b| b.split("```").next().unwrap())
+        .collect();
+    assert_eq!(snippets.len(), 2);
+    #[derive(serde::Deserialize)]
+    struct Device {
+        timing: TimingProfile,
+    }
+    for (snippet, name) in snippets
+        .iter()
+        .zip(["zn540_timing.toml", "pm1731a_timing.toml"])
+    {
+        let d: Device = toml::from_str(snippet).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(
+            d.timing,
+            profile(name),
+            "docs/timing-model.md snippet differs from {name}"
+        );
+    }
+}
+
+#[test]
+fn unknown_keys_are_rejected() {
+    let text = std::fs::read_to_string(format!(
+        "{}/tests/fixtures/tiny_timing.toml",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap()
+        + "\nchanels = 3\n";
+    let err = toml::from_str::<TimingProfile>(&text)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("chanels"), "{err}");
+}
+
+#[test]
+fn validation_names_the_field() {
+    let base = profile("tiny_timing.toml");
+    type Mutation = Box<dyn Fn(&mut TimingProfile)>;
+    let cases: Vec<(&str, Mutation)> = vec![
+        ("channels", Box::new(|p| p.channels = 0)),
+        ("dies_per_zone", Box::new(|p| p.dies_per_zone = 99)),
+        (
+            "zone_capacity_bytes",
+            Box::new(|p| p.zone_capacity_bytes = p.zone_size_bytes + 1),
+        ),
+        ("write_buffer_bytes", Box::new(|p| p.write_buffer_bytes = 1)),
+        ("read_page_ns", Box::new(|p| p.read_page_ns.clear())),
+        ("engine_queue_slots", Box::new(|p| p.engine_queue_slots = 0)),
+        (
+            "reset_jitter_ppm",
+            Box::new(|p| p.reset_jitter_ppm = 1_000_000),
+        ),
+        ("program_ns", Box::new(|p| p.program_ns = 0)),
+        (
+            "zrwa_dram_mibps",
+            Box::new(|p| {
+                p.zrwa_medium = ZrwaMedium::Dram;
+                p.zrwa_dram_mibps = 0;
+            }),
+        ),
+        ("flush_ns", Box::new(|p| p.flush_ns = u64::MAX)),
+    ];
+    for (field, f) in cases {
+        let mut p = base.clone();
+        f(&mut p);
+        let err = p.validate().unwrap_err();
+        assert!(err.contains(field), "{field}: {err}");
+        assert!(FlashArray::new(&p).is_err());
+    }
+}
+
+#[test]
+fn host_stack_names() {
+    for s in HostStack::ALL {
+        assert_eq!(HostStack::from_name(s.name()), Some(s));
+        let v: toml::Value = toml::Value::try_from(s).unwrap();
+        assert_eq!(v.as_str(), Some(s.name()));
+    }
+    assert_eq!(
+        HostStack::from_name("io-uring-mq-deadline"),
+        Some(HostStack::IoUringMqDeadline)
+    );
+    assert_eq!(HostStack::from_name("kyber"), None);
+}
+
+#[test]
+fn host_stack_costs_add_up() {
+    let p = profile("zn540_timing.toml");
+    let mut lat = Vec::new();
+    for s in HostStack::ALL {
+        let mut fa = FlashArray::new(&p).unwrap();
+        lat.push(fa.submit(MS, s, &MediaOp::Open { ns: 1, zone: 0 }) - MS);
+    }
+    assert_eq!(lat[1] - lat[0], 1_260);
+    assert_eq!(lat[2] - lat[1], 1_850);
+}
+
+/// A deterministic mixed workload; returns every completion time.
+fn mixed_trace(p: &TimingProfile) -> Vec<u64> {
+    let mut fa = FlashArray::new(p).unwrap();
+    fa.declare_namespace(2, NamespaceKind::Conventional);
+    let mut out = Vec::new();
+    let mut x = 0x1234_5678u64;
+    let mut offs = [0u64; 4];
+    let mut t = 0;
+    for i in 0..20_000u64 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let z = (x % 4) as usize;
+        let op = match i % 7 {
+            0 | 1 => {
+                offs[z] += 4 * KIB;
+                write(z as u32, offs[z] - 4 * KIB, 4 * KIB)
+            }
+            2 => read((x >> 8) % (4 * MIB), 4 * KIB),
+            3 => MediaOp::ConvWrite {
+                ns: 2,
+                lba_offset_bytes: (x >> 9) % MIB * 4096,
+                bytes: 4 * KIB,
+                fua: false,
+            },
+            4 => MediaOp::Read {
+                ns: 2,
+                lba_offset_bytes: (x >> 9) % MIB * 4096,
+                bytes: 8 * KIB,
+            },
+            5 if i % 700 == 5 => MediaOp::Reset {
+                ns: 1,
+                zone: 9,
+                written_bytes: x % (64 * MIB),
+                finished_early: false,
+            },
+            _ => {
+                offs[z] += 8 * KIB;
+                MediaOp::Append {
+                    ns: 1,
+                    zone: z as u32,
+                    zone_offset_bytes: offs[z] - 8 * KIB,
+                    bytes: 8 * KIB,
+                    implicit_open: false,
+                    fua: false,
+                }
+            }
+        };
+        let c = fa.submit(t, HostStack::ALL[(i % 3) as usize], &op);
+        assert!(c >= t);
+        out.push(c);
+        t += 3 * US + x % (2 * US);
+    }
+    out
+}
+
+#[test]
+fn same_inputs_same_times_and_the_seed_matters() {
+    let p = profile("zn540_timing.toml");
+    let a = mixed_trace(&p);
+    assert_eq!(a, mixed_trace(&p));
+    let mut q = p.clone();
+    q.seed = 42;
+    assert_ne!(a, mixed_trace(&q), "seed drives the jitter");
+}
+
+#[test]
+fn resets_do_not_slow_reads_but_reads_slow_resets() {
+    let p = profile("zn540_timing.toml");
+    let run = |with_resets: bool| {
+        let mut fa = FlashArray::new(&p).unwrap();
+        let mut t = 0;
+        let mut next_reset = 0;
+        let mut reads = 0u64;
+        let mut read_time = 0u64;
+        let mut reset_lat = Vec::new();
+        let mut x = 99u64;
+        while t < 500 * MS {
+            if with_resets && t >= next_reset {
+                let op = MediaOp::Reset {
+                    ns: 1,
+                    zone: 3,
+                    written_bytes: p.zone_capacity_bytes,
+                    finished_early: false,
+                };
+                let c = fa.submit(t, HostStack::Spdk, &op);
+                reset_lat.push(c - t);
+                next_reset = c;
+            }
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let c = fa.submit(
+                t,
+                HostStack::Spdk,
+                &read(
+                    (x >> 20) % (1 << 30) / 4096 * 4096 + 500 * p.zone_size_bytes,
+                    4096,
+                ),
+            );
+            reads += 1;
+            read_time += c - t;
+            t = c;
+        }
+        (read_time / reads, reset_lat)
+    };
+    let (alone, _) = run(false);
+    let (with, resets) = run(true);
+    assert!(
+        (with as f64 - alone as f64).abs() / (alone as f64) < 0.01,
+        "{alone} vs {with}"
+    );
+    let slowed = resets.iter().filter(|&&l| l > 25 * MS).count();
+    assert!(
+        slowed > 0,
+        "some resets are slowed by concurrent reads: {resets:?}"
+    );
+}
+
+#[test]
+fn full_write_buffer_stalls_writers_at_flash_speed() {
+    let p = profile("tiny_timing.toml");
+    let mut fa = FlashArray::new(&p).unwrap();
+    // 4 KiB units, 4 dies x 100 us per program = 40 KiB/ms of drain; 64 KiB
+    // buffer; 180 writes stay inside the 768 KiB zone capacity.
+    let mut t = 0;
+    let mut lat = Vec::new();
+    for i in 0..180u64 {
+        let c = fa.submit(t, HostStack::Spdk, &write(0, i * 4 * KIB, 4 * KIB));
+        lat.push(c - t);
+        t = c;
+    }
+    assert!(
+        lat[0] < 20 * US,
+        "first writes land in the buffer: {}",
+        lat[0]
+    );
+    let steady = (t - lat[..100].iter().sum::<u64>()) as f64 / 80.0;
+    assert!(
+        (steady - 25_000.0).abs() < 2_500.0,
+        "drain-bound: {steady} ns per 4 KiB"
+    );
+}
+
+#[test]
+fn namespaces_share_the_flash() {
+    let p = profile("zn540_timing.toml");
+    let bw = |with_conv: bool| {
+        let mut fa = FlashArray::new(&p).unwrap();
+        fa.declare_namespace(2, NamespaceKind::Conventional);
+        let (mut tz, mut tc) = (0u64, 0u64);
+        let mut off = 0;
+        let mut bytes = 0;
+        while tz < 200 * MS {
+            if with_conv && tc <= tz {
+                tc = fa.submit(
+                    tc,
+                    HostStack::Spdk,
+                    &MediaOp::ConvWrite {
+                        ns: 2,
+                        lba_offset_bytes: 0,
+                        bytes: 128 * KIB,
+                        fua: false,
+                    },
+                );
+            } else {
+                tz = fa.submit(
+                    tz,
+                    HostStack::Spdk,
+                    &write(5, off % p.zone_capacity_bytes, 128 * KIB),
+                );
+                off += 128 * KIB;
+                bytes += 128 * KIB;
+            }
+        }
+        bytes as f64 / (tz as f64 / 1e9) / MIB as f64
+    };
+    let alone = bw(false);
+    let shared = bw(true);
+    assert!(alone > 1000.0, "{alone}");
+    assert!(
+        shared < 0.75 * alone,
+        "conventional-namespace writes take flash from the zoned namespace: {alone} vs {shared}"
+    );
+}
+
+#[test]
+fn host_writes_preempt_finish_filler() {
+    let p = profile("zn540_timing.toml");
+    let mut fa = FlashArray::new(&p).unwrap();
+    let fin = MediaOp::Finish {
+        ns: 1,
+        zone: 1,
+        written_bytes: 4096,
+        capacity_bytes: p.zone_capacity_bytes,
+    };
+    let done = fa.submit(0, HostStack::Spdk, &fin);
+    assert!(done > 800 * MS);
+    let mut t = 10 * MS;
+    let mut worst = 0;
+    for i in 0..2000u64 {
+        let c = fa.submit(t, HostStack::Spdk, &write(2, i * 8 * KIB, 8 * KIB));
+        worst = worst.max(c - t);
+        t = c + 50 * US;
+    }
+    assert!(
+        worst < MS,
+        "a write during a finish waits at most a segment: {worst}"
+    );
+}
+
+#[test]
+fn reads_queue_behind_writes_stalled_on_a_full_buffer() {
+    let p = profile("zn540_timing.toml");
+    let mut fa = FlashArray::new(&p).unwrap();
+    // 64 outstanding 1 MiB writes submitted at once
+    for i in 0..64u64 {
+        fa.submit(
+            0,
+            HostStack::Spdk,
+            &write((i % 4) as u32, (i / 4) * MIB, MIB),
+        );
+    }
+    let r = fa.submit(US, HostStack::Spdk, &read(100 * p.zone_size_bytes, 4096));
+    // ~56 MiB beyond the buffer at ~1170 MiB/s
+    assert!(r > 40 * MS, "head-of-line blocking: read done at {r}");
+    // without the writes a read takes ~70-80 us
+    let mut idle = FlashArray::new(&p).unwrap();
+    assert!(idle.submit(0, HostStack::Spdk, &read(0, 4096)) < 90 * US);
+}
+
+#[test]
+fn zrwa_paths() {
+    let zn = profile("zn540_timing.toml");
+    let pm = profile("pm1731a_timing.toml");
+    for p in [&zn, &pm] {
+        let mut fa = FlashArray::new(p).unwrap();
+        let w = MediaOp::Write {
+            ns: 1,
+            zone: 4,
+            zone_offset_bytes: 0,
+            bytes: 64 * KIB,
+            implicit_open: false,
+            zrwa: true,
+            fua: false,
+        };
+        let c = fa.submit(0, HostStack::Spdk, &w);
+        assert!(c < 200 * US);
+        // committing a full unit programs it in the background
+        let commit = MediaOp::ZrwaCommit {
+            ns: 1,
+            zone: 4,
+            zone_offset_bytes: 0,
+            bytes: 96 * KIB,
+        };
+        let safe = fa.submit(c, HostStack::Spdk, &commit);
+        assert!(safe >= c + p.program_ns, "{safe}");
+        let flush = MediaOp::ZrwaFlush {
+            ns: 1,
+            zone: 4,
+            zone_offset_bytes: 96 * KIB,
+            bytes: 96 * KIB,
+        };
+        let f = fa.submit(c, HostStack::Spdk, &flush);
+        assert!(
+            f - c < 20 * US,
+            "the explicit flush returns before the program: {}",
+            f - c
+        );
+    }
+}
+
+#[test]
+fn flush_and_fua_without_power_loss_protection_wait_for_flash() {
+    let mut p = profile("zn540_timing.toml");
+    p.write_buffer_power_loss_protected = false;
+    p.io_jitter_ns = 0;
+    let mut fa = FlashArray::new(&p).unwrap();
+    let c = fa.submit(0, HostStack::Spdk, &write(0, 0, 96 * KIB));
+    assert!(c < 100 * US);
+    let f = fa.submit(c, HostStack::Spdk, &MediaOp::Flush { ns: 1 });
+    assert!(f > p.program_ns, "{f}");
+    let mut fa = FlashArray::new(&p).unwrap();
+    let fua = MediaOp::Write {
+        ns: 1,
+        zone: 0,
+        zone_offset_bytes: 0,
+        bytes: 4 * KIB,
+        implicit_open: false,
+        zrwa: false,
+        fua: true,
+    };
+    assert!(fa.submit(0, HostStack::Spdk, &fua) > p.program_ns);
+    p.write_buffer_power_loss_protected = true;
+    let mut fa = FlashArray::new(&p).unwrap();
+    assert!(fa.submit(0, HostStack::Spdk, &fua) < 20 * US);
+    assert!(fa.submit(MS, HostStack::Spdk, &MediaOp::Flush { ns: 1 }) < MS + 10 * US);
+}
+
+#[test]
+fn small_zone_device_scales_with_zones() {
+    let p = profile("pm1731a_timing.toml");
+    let rate = |zones: u32| {
+        let mut fa = FlashArray::new(&p).unwrap();
+        let mut t = vec![0u64; zones as usize];
+        let mut off = vec![0u64; zones as usize];
+        let end = 3000 * MS;
+        let mut bytes = 0u64;
+        loop {
+            let (z, &tz) = t.iter().enumerate().min_by_key(|e| *e.1).unwrap();
+            if tz >= end {
+                break;
+            }
+            t[z] = fa.submit(tz, HostStack::Spdk, &write(z as u32 * 3, off[z], 64 * KIB));
+            off[z] += 64 * KIB;
+            if tz > 1500 * MS {
+                bytes += 64 * KIB;
+            }
+        }
+        bytes as f64 / 1.5 / 1e6
+    };
+    let one = rate(1);
+    let four = rate(4);
+    assert!((one - 45.0).abs() < 5.0, "{one} MB/s");
+    assert!(four > 3.6 * one, "{four} vs {one}");
+}
+
+fn arb_op() -> impl Strategy<Value = MediaOp> {
+    let ns = 0u32..4;
+    let big = prop_oneof![0u64..(1 << 20), any::<u64>()];
+    let bytes = prop_oneof![0u64..(1 << 21), any::<u64>()];
+    prop_oneof![
+        (ns.clone(), big.clone(), bytes.clone()).prop_map(|(ns, o, b)| MediaOp::Read {
+            ns,
+            lba_offset_bytes: o,
+            bytes: b
+        }),
+        (
+            ns.clone(),
+            any::<u32>(),
+            big.clone(),
+            bytes.clone(),
+            any::<bool>(),
+            any::<bool>(),
+            any::<bool>()
+        )
+            .prop_map(|(ns, zone, o, b, io, zrwa, fua)| MediaOp::Write {
+                ns,
+                zone,
+                zone_offset_bytes: o,
+                bytes: b,
+                implicit_open: io,
+                zrwa,
+                fua
+            }),
+        (
+            ns.clone(),
+            any::<u32>(),
+            big.clone(),
+            bytes.clone(),
+            any::<bool>(),
+            any::<bool>()
+        )
+            .prop_map(|(ns, zone, o, b, io, fua)| MediaOp::Append {
+                ns,
+                zone,
+                zone_offset_bytes: o,
+                bytes: b,
+                implicit_open: io,
+                fua
+            }),
+        (ns.clone(), big.clone(), bytes.clone(), any::<bool>()).prop_map(|(ns, o, b, fua)| {
+            MediaOp::ConvWrite {
+                ns,
+                lba_offset_bytes: o,
+                bytes: b,
+                fua,
+            }
+        }),
+        (ns.clone(), any::<u32>(), big.clone(), bytes.clone()).prop_map(|(ns, zone, o, b)| {
+            MediaOp::ZrwaCommit {
+                ns,
+                zone,
+                zone_offset_bytes: o,
+                bytes: b,
+            }
+        }),
+        (ns.clone(), any::<u32>(), big.clone(), bytes.clone()).prop_map(|(ns, zone, o, b)| {
+            MediaOp::ZrwaFlush {
+                ns,
+                zone,
+                zone_offset_bytes: o,
+                bytes: b,
+            }
+        }),
+        (ns.clone(), any::<u32>()).prop_map(|(ns, zone)| MediaOp::Open { ns, zone }),
+        (ns.clone(), any::<u32>()).prop_map(|(ns, zone)| MediaOp::Close { ns, zone }),
+        (ns.clone(), any::<u32>()).prop_map(|(ns, zone)| MediaOp::ZoneMgmtNoop { ns, zone }),
+        (ns.clone(), any::<u32>(), big.clone(), big.clone()).prop_map(|(ns, zone, w, c)| {
+            MediaOp::Finish {
+                ns,
+                zone,
+                written_bytes: w,
+                capacity_bytes: c,
+            }
+        }),
+        (ns.clone(), any::<u32>(), big, any::<bool>()).prop_map(|(ns, zone, w, f)| {
+            MediaOp::Reset {
+                ns,
+                zone,
+                written_bytes: w,
+                finished_early: f,
+            }
+        }),
+        ns.prop_map(|ns| MediaOp::Flush { ns }),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, failure_persistence: None, ..ProptestConfig::default() })]
+    /// Any op sequence: no panic, completion never before submission.
+    #[test]
+    fn never_panics_and_never_completes_early(
+        which in 0usize..3,
+        ops in proptest::collection::vec((0u64..(10 * MS), 0usize..3, arb_op()), 1..60),
+    ) {
+        let name = ["zn540_timing.toml", "pm1731a_timing.toml", "tiny_timing.toml"][which];
+        let mut fa = FlashArray::new(&profile(name)).unwrap();
+        let mut now = 0u64;
+        for (dt, s, op) in ops {
+            now += dt;
+            let c = fa.submit(now, HostStack::ALL[s], &op);
+            prop_assert!(c >= now, "{op:?} completed at {c} < {now}");
+        }
+    }
+}
