@@ -629,8 +629,23 @@ impl Controller {
         Ok(())
     }
 
-    fn count_error(&self) {
-        self.inner.state.borrow_mut().stats.errors += 1;
+    /// A rejected command: counted, and (unless an injected fault made the
+    /// device unreachable) completed after one controller round trip, as a
+    /// real controller posts an error completion.
+    async fn reject(&self, ns: u32, error: NvmeError) -> NvmeError {
+        let done_ns = {
+            let mut st = self.inner.state.borrow_mut();
+            st.stats.errors += 1;
+            if error.injected {
+                return error;
+            }
+            let now_ns = self.inner.handle.now_ns();
+            let stack = self.inner.host_stack.get();
+            st.flash
+                .submit(now_ns, stack, &MediaOp::ZoneMgmtNoop { ns, zone: 0 })
+        };
+        self.inner.handle.sleep_until(done_ns).await;
+        error
     }
 
     fn lba_count(data_len: usize, lba_bytes: u32) -> Result<u64, NvmeError> {
@@ -720,11 +735,10 @@ impl Controller {
         data: &[u8],
         flags: IoFlags,
     ) -> Result<(), NvmeError> {
-        let result = self.zoned_write_inner(ns, slba, data, flags).await;
-        if result.is_err() {
-            self.count_error();
+        match self.zoned_write_inner(ns, slba, data, flags).await {
+            Ok(v) => Ok(v),
+            Err(e) => Err(self.reject(ns, e).await),
         }
-        result
     }
 
     async fn zoned_write_inner(
@@ -771,13 +785,10 @@ impl Controller {
                         Ok(()) => self.complete_at(epoch, done_ns).await,
                         Err(e) => Err(e),
                     };
-                    ticket.release(&self.inner.locks);
+                    drop(ticket);
                     r
                 }
-                Err(e) => {
-                    ticket.release(&self.inner.locks);
-                    Err(e)
-                }
+                Err(e) => Err(e),
             };
             return result;
         }
@@ -793,11 +804,10 @@ impl Controller {
         data: &[u8],
         flags: IoFlags,
     ) -> Result<u64, NvmeError> {
-        let result = self.zoned_append_inner(ns, zslba, data, flags).await;
-        if result.is_err() {
-            self.count_error();
+        match self.zoned_append_inner(ns, zslba, data, flags).await {
+            Ok(v) => Ok(v),
+            Err(e) => Err(self.reject(ns, e).await),
         }
-        result
     }
 
     async fn zoned_append_inner(
@@ -864,11 +874,10 @@ impl Controller {
     }
 
     async fn read_ns(&self, ns: u32, slba: u64, buf: &mut [u8]) -> Result<(), NvmeError> {
-        let result = self.read_ns_inner(ns, slba, buf).await;
-        if result.is_err() {
-            self.count_error();
+        match self.read_ns_inner(ns, slba, buf).await {
+            Ok(v) => Ok(v),
+            Err(e) => Err(self.reject(ns, e).await),
         }
-        result
     }
 
     async fn read_ns_inner(&self, ns: u32, slba: u64, buf: &mut [u8]) -> Result<(), NvmeError> {
@@ -919,11 +928,10 @@ impl Controller {
     }
 
     async fn zone_send_ns(&self, ns: u32, cmd: ZoneSendCmd) -> Result<(), NvmeError> {
-        let result = self.zone_send_inner(ns, cmd).await;
-        if result.is_err() {
-            self.count_error();
+        match self.zone_send_inner(ns, cmd).await {
+            Ok(v) => Ok(v),
+            Err(e) => Err(self.reject(ns, e).await),
         }
-        result
     }
 
     async fn zone_send_inner(&self, ns: u32, cmd: ZoneSendCmd) -> Result<(), NvmeError> {
@@ -1356,14 +1364,14 @@ impl zns_core::BlockDevice for EmulatedConventionalNs {
     }
     fn write<'a>(&'a self, slba: u64, data: &'a [u8], flags: IoFlags) -> CmdFuture<'a, ()> {
         Box::pin(async move {
-            let r = self
+            match self
                 .ctrl
                 .conv_write(self.ns, &self.config, slba, data, flags)
-                .await;
-            if r.is_err() {
-                self.ctrl.count_error();
+                .await
+            {
+                Ok(()) => Ok(()),
+                Err(e) => Err(self.ctrl.reject(self.ns, e).await),
             }
-            r
         })
     }
     fn discard(&self, slba: u64, nlb: u64) -> CmdFuture<'_, ()> {

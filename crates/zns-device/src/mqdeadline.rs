@@ -81,13 +81,16 @@ pub(crate) enum Role {
     Follower(DispatchResult),
 }
 
-/// A write's place in the zone queue.
-pub(crate) struct Ticket {
+/// A write's place in the zone queue. Dropping it (also when the command's
+/// future is cancelled) gives the zone lock to the next waiting group, and
+/// fails the writes merged into it if the leader never dispatched.
+pub(crate) struct Ticket<'a> {
+    locks: &'a ZoneWriteLocks,
     key: (u32, u32),
     slot: Rc<Slot>,
 }
 
-impl Ticket {
+impl Ticket<'_> {
     pub(crate) fn role(&self) -> Role {
         match &*self.slot.state.borrow() {
             SlotState::Leader { total_nlb, fua, .. } => Role::Leader {
@@ -109,14 +112,19 @@ impl Ticket {
             f.set(SlotState::Follower(result));
         }
     }
+}
 
-    /// Called when the write has completed: the leader unlocks the zone and
-    /// grants it to the next waiting group.
-    pub(crate) fn release(&self, locks: &ZoneWriteLocks) {
+impl Drop for Ticket<'_> {
+    /// The write has completed (or was cancelled): a leader unlocks the zone
+    /// and grants it to the next waiting group.
+    fn drop(&mut self) {
         if !matches!(&*self.slot.state.borrow(), SlotState::Leader { .. }) {
             return;
         }
-        let mut zones = locks.zones.borrow_mut();
+        // Followers still attached were never told the outcome: the leader was
+        // cancelled before dispatching.
+        self.publish(Err(NvmeError::from(zns_core::NvmeStatus::InternalError)));
+        let mut zones = self.locks.zones.borrow_mut();
         let Some(q) = zones.get_mut(&self.key) else {
             return;
         };
@@ -139,6 +147,7 @@ impl Ticket {
             fua |= next.fua;
             followers.push(next.slot);
         }
+        drop(zones);
         first.slot.set(SlotState::Leader {
             total_nlb,
             fua,
@@ -158,7 +167,7 @@ impl ZoneWriteLocks {
         nlb: u64,
         fua: bool,
         max_merge_lbas: u64,
-    ) -> impl Future<Output = Ticket> + '_ {
+    ) -> impl Future<Output = Ticket<'_>> + '_ {
         let key = (ns, zone);
         let mut zones = self.zones.borrow_mut();
         let q = zones.entry(key).or_default();
@@ -185,18 +194,22 @@ impl ZoneWriteLocks {
             slot
         };
         WaitGrant {
-            ticket: Some(Ticket { key, slot }),
+            ticket: Some(Ticket {
+                locks: self,
+                key,
+                slot,
+            }),
         }
     }
 }
 
-struct WaitGrant {
-    ticket: Option<Ticket>,
+struct WaitGrant<'a> {
+    ticket: Option<Ticket<'a>>,
 }
 
-impl Future for WaitGrant {
-    type Output = Ticket;
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Ticket> {
+impl<'a> Future for WaitGrant<'a> {
+    type Output = Ticket<'a>;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Ticket<'a>> {
         let waiting = {
             let t = self.ticket.as_ref().expect("polled after completion");
             let waiting = matches!(&*t.slot.state.borrow(), SlotState::Waiting);
@@ -209,6 +222,18 @@ impl Future for WaitGrant {
             Poll::Pending
         } else {
             Poll::Ready(self.ticket.take().expect("polled after completion"))
+        }
+    }
+}
+
+impl Drop for WaitGrant<'_> {
+    /// A write cancelled while it waits leaves the queue.
+    fn drop(&mut self) {
+        let Some(t) = &self.ticket else { return };
+        if matches!(&*t.slot.state.borrow(), SlotState::Waiting) {
+            if let Some(q) = t.locks.zones.borrow_mut().get_mut(&t.key) {
+                q.waiting.retain(|w| !Rc::ptr_eq(&w.slot, &t.slot));
+            }
         }
     }
 }

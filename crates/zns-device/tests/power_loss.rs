@@ -27,7 +27,8 @@ struct Log {
     flushes_done: Vec<u64>,
 }
 
-fn run_trial(seed: u64, store: StoreKind) {
+/// Runs one trial; returns (durable LBAs, acknowledged LBAs that were lost).
+fn run_trial(seed: u64, store: StoreKind) -> (u64, u64) {
     let mut rt = Runtime::new(seed);
     let handle = rt.handle();
     let profile = Profile::builtin("tiny").unwrap();
@@ -98,6 +99,8 @@ fn run_trial(seed: u64, store: StoreKind) {
     ctrl.power_on();
 
     let log = log.borrow();
+    let mut durable_lbas = 0;
+    let mut lost_acked_lbas = 0;
     let zones = rt
         .block_on(dev.report_zones(0, ReportFilter::All, cfg.zone_count as usize))
         .unwrap();
@@ -128,6 +131,15 @@ fn run_trial(seed: u64, store: StoreKind) {
             wp >= durable_end,
             "seed {seed}: zone {z} WP {wp:#x} lost durable data up to {durable_end:#x}"
         );
+        let acked_end = log
+            .acked
+            .iter()
+            .filter(|(zz, ..)| *zz == z)
+            .map(|(_, end, _, _)| *end)
+            .max()
+            .unwrap_or(start);
+        durable_lbas += durable_end - start;
+        lost_acked_lbas += acked_end.saturating_sub(wp);
         if store == StoreKind::None {
             continue;
         }
@@ -151,20 +163,36 @@ fn run_trial(seed: u64, store: StoreKind) {
         }
     }
     assert_eq!(ctrl.injected_faults().len(), 1);
+    (durable_lbas, lost_acked_lbas)
+}
+
+/// Sums trials so a test can check that both outcomes occurred (the checks are not vacuous).
+fn run_trials(seeds: std::ops::Range<u64>, store: StoreKind) {
+    let (mut durable, mut lost, mut trials_with_loss) = (0, 0, 0);
+    for seed in seeds {
+        let (d, l) = run_trial(seed, store);
+        durable += d;
+        lost += l;
+        trials_with_loss += (l > 0) as u32;
+    }
+    assert!(
+        durable > 0,
+        "no trial had durable data: the workload never used FUA or flush"
+    );
+    assert!(
+        trials_with_loss > 0 && lost > 0,
+        "no trial lost an unflushed write: the power-loss policy was never exercised"
+    );
 }
 
 #[test]
 fn power_cut_at_many_seeded_instants_keeps_every_durable_write() {
-    for seed in 0..150 {
-        run_trial(seed, StoreKind::Stamp);
-    }
+    run_trials(0..150, StoreKind::Stamp);
 }
 
 #[test]
 fn power_cut_with_the_none_store_keeps_write_pointers_at_least_durable() {
-    for seed in 1000..1050 {
-        run_trial(seed, StoreKind::None);
-    }
+    run_trials(1000..1050, StoreKind::None);
 }
 
 #[test]
@@ -185,4 +213,64 @@ fn commands_fail_while_powered_off_and_work_after_power_on() {
     assert!(err.injected);
     ctrl.power_on();
     rt.block_on(dev.write(0, &buf, IoFlags::NONE)).unwrap();
+}
+
+/// ZRWA power-loss policy: `keep` keeps the data written into a ZRWA (above the
+/// WP) and the allocation; `discard` loses it and releases the ZRWA.
+#[test]
+fn zrwa_contents_follow_the_profile_policy() {
+    for (policy, kept) in [("keep", true), ("discard", false)] {
+        let mut rt = Runtime::new(11);
+        let profile = Profile::builtin("tiny")
+            .unwrap()
+            .with_overrides(&[
+                ("power_loss.zrwa".into(), format!("\"{policy}\"")),
+                ("power_loss.completed_unflushed".into(), "\"keep\"".into()),
+            ])
+            .unwrap();
+        let ctrl = Controller::new(
+            &rt.handle(),
+            profile,
+            ControllerOptions {
+                store: StoreKind::Stamp,
+                host_stack: HostStack::Spdk,
+            },
+        )
+        .unwrap();
+        let dev = ctrl.first_zoned().unwrap();
+        let zslba = 256;
+        rt.block_on(dev.zone_send(zns_core::ZoneSendCmd {
+            action: zns_core::ZoneAction::Open { zrwa: true },
+            slba: zslba,
+            select_all: false,
+        }))
+        .unwrap();
+        let mut buf = vec![0u8; 8 * 4096];
+        fill_stamps(&mut buf, 4096, 500);
+        rt.block_on(dev.write(zslba, &buf, IoFlags::NONE)).unwrap();
+        // Commit the first 4 blocks; blocks 4..8 stay in the ZRWA.
+        rt.block_on(dev.zone_send(zns_core::ZoneSendCmd {
+            action: zns_core::ZoneAction::FlushZrwa,
+            slba: zslba + 3,
+            select_all: false,
+        }))
+        .unwrap();
+        rt.block_on(dev.flush()).unwrap();
+        ctrl.power_cut();
+        ctrl.power_on();
+        let z = rt
+            .block_on(dev.report_zones(zslba, ReportFilter::All, 1))
+            .unwrap()[0];
+        assert_eq!(z.write_pointer, zslba + 4, "{policy}: committed data stays");
+        assert_eq!(z.state, ZoneState::Closed, "{policy}");
+        assert_eq!(z.attributes.zrwa_valid, kept, "{policy}: ZRWA allocation");
+        let mut one = vec![0u8; 4096];
+        rt.block_on(dev.read(zslba + 5, &mut one)).unwrap();
+        let expected = if kept { Some(505) } else { None };
+        assert_eq!(
+            stamp::tag_of(&one),
+            expected,
+            "{policy}: uncommitted ZRWA data"
+        );
+    }
 }
