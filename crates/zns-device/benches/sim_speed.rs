@@ -6,28 +6,16 @@
 //! Workload: 14 writer tasks (one per open zone, QD1 each, SPDK-like stack)
 //! and 50 random-reader tasks — 64 commands outstanding.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use zns_core::{IoFlags, ZonedDevice};
 use zns_device::{ControllerOptions, EmulatedZns, Profile, StoreKind};
 use zns_sim::Runtime;
 
-struct Counting;
-static LIVE_BYTES: AtomicUsize = AtomicUsize::new(0);
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE_BYTES.fetch_add(layout.size(), Ordering::Relaxed);
-        System.alloc(layout)
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE_BYTES.fetch_sub(layout.size(), Ordering::Relaxed);
-        System.dealloc(ptr, layout)
-    }
-}
+#[path = "../tests/support/counting_alloc.rs"]
+mod counting_alloc;
+
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: counting_alloc::Counting = counting_alloc::Counting;
 
 const COMMANDS: u64 = 1_000_000;
 const WRITERS: u64 = 14;
@@ -75,7 +63,7 @@ fn run(commands: u64) -> u64 {
 }
 
 fn memory_report() {
-    let before = LIVE_BYTES.load(Ordering::Relaxed);
+    let before = counting_alloc::live_bytes();
     let rt = Runtime::new(1);
     let dev = EmulatedZns::from_profile(
         &rt.handle(),
@@ -86,7 +74,7 @@ fn memory_report() {
         },
     )
     .unwrap();
-    let held = LIVE_BYTES.load(Ordering::Relaxed) - before;
+    let held = counting_alloc::live_bytes() - before;
     eprintln!(
         "zn540 controller with the none store holds {:.2} MiB of heap",
         held as f64 / (1 << 20) as f64

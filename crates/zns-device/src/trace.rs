@@ -21,68 +21,35 @@ use zns_core::{
 use crate::controller::Controller;
 use crate::store::stamp;
 
-/// Where a zone-management command points.
+/// The arguments of a zone-management command: which namespace and zone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
-pub struct ZoneTarget {
+pub struct ZoneArgs {
+    /// Namespace ID (default: the first zoned namespace).
+    #[serde(default)]
+    pub nsid: Option<u32>,
     /// Zone index.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub zone: Option<u32>,
     /// Zone start LBA (alternative to `zone`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub slba: Option<u64>,
     /// Select All.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default)]
     pub all: bool,
+    /// Open only: allocate a ZRWA (ZRWAA).
+    #[serde(default)]
+    pub zrwa: bool,
 }
 
 /// One trace command.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum TraceCommand {
-    Open {
-        #[serde(default)]
-        nsid: Option<u32>,
-        #[serde(default)]
-        zone: Option<u32>,
-        #[serde(default)]
-        slba: Option<u64>,
-        #[serde(default)]
-        all: bool,
-        /// Allocate a ZRWA (ZRWAA).
-        #[serde(default)]
-        zrwa: bool,
-    },
-    Close {
-        #[serde(default)]
-        nsid: Option<u32>,
-        #[serde(default)]
-        zone: Option<u32>,
-        #[serde(default)]
-        slba: Option<u64>,
-        #[serde(default)]
-        all: bool,
-    },
-    Finish {
-        #[serde(default)]
-        nsid: Option<u32>,
-        #[serde(default)]
-        zone: Option<u32>,
-        #[serde(default)]
-        slba: Option<u64>,
-        #[serde(default)]
-        all: bool,
-    },
-    Reset {
-        #[serde(default)]
-        nsid: Option<u32>,
-        #[serde(default)]
-        zone: Option<u32>,
-        #[serde(default)]
-        slba: Option<u64>,
-        #[serde(default)]
-        all: bool,
-    },
+    Open(ZoneArgs),
+    Close(ZoneArgs),
+    Finish(ZoneArgs),
+    Reset(ZoneArgs),
     /// Write `nlb` blocks at `slba`, each a stamp block (tag = `stamp` + block index, default the LBA).
     Write {
         #[serde(default)]
@@ -135,7 +102,9 @@ pub enum TraceCommand {
         nsid: Option<u32>,
     },
     /// Let virtual time pass.
-    Wait { ns: u64 },
+    Wait {
+        ns: u64,
+    },
     /// Cut power (injected fault).
     PowerCut,
     /// Restore power.
@@ -222,11 +191,11 @@ pub struct TraceResult {
 
 fn op_name(cmd: &TraceCommand) -> &'static str {
     match cmd {
-        TraceCommand::Open { zrwa: true, .. } => "open-zrwa",
-        TraceCommand::Open { .. } => "open",
-        TraceCommand::Close { .. } => "close",
-        TraceCommand::Finish { .. } => "finish",
-        TraceCommand::Reset { .. } => "reset",
+        TraceCommand::Open(ZoneArgs { zrwa: true, .. }) => "open-zrwa",
+        TraceCommand::Open(_) => "open",
+        TraceCommand::Close(_) => "close",
+        TraceCommand::Finish(_) => "finish",
+        TraceCommand::Reset(_) => "reset",
         TraceCommand::Write { .. } => "write",
         TraceCommand::Append { .. } => "append",
         TraceCommand::Read { .. } => "read",
@@ -318,11 +287,11 @@ pub async fn run_trace(
         let line = *line;
         let fail = |message: String| TraceError { line, message };
         let nsid = match cmd {
-            TraceCommand::Open { nsid, .. }
-            | TraceCommand::Close { nsid, .. }
-            | TraceCommand::Finish { nsid, .. }
-            | TraceCommand::Reset { nsid, .. }
-            | TraceCommand::Write { nsid, .. }
+            TraceCommand::Open(args)
+            | TraceCommand::Close(args)
+            | TraceCommand::Finish(args)
+            | TraceCommand::Reset(args) => args.nsid,
+            TraceCommand::Write { nsid, .. }
             | TraceCommand::Append { nsid, .. }
             | TraceCommand::Read { nsid, .. }
             | TraceCommand::ZrwaFlush { nsid, .. }
@@ -347,42 +316,23 @@ pub async fn run_trace(
         let mut touched: (u64, u64, bool) = (0, 0, false);
         let mut report_zones: Option<Vec<ZoneDescriptor>> = None;
         let outcome: Result<(), NvmeError> = match cmd {
-            TraceCommand::Open {
-                zone,
-                slba,
-                all,
-                zrwa,
-                ..
-            } => {
-                let s = target_slba(&dev, *zone, *slba, *all).map_err(fail)?;
-                touched = (s, 1, *all);
-                dev.zone_send(ZoneSendCmd {
-                    action: ZoneAction::Open { zrwa: *zrwa },
-                    slba: s,
-                    select_all: *all,
-                })
-                .await
-            }
-            TraceCommand::Close {
-                zone, slba, all, ..
-            }
-            | TraceCommand::Finish {
-                zone, slba, all, ..
-            }
-            | TraceCommand::Reset {
-                zone, slba, all, ..
-            } => {
-                let s = target_slba(&dev, *zone, *slba, *all).map_err(fail)?;
+            TraceCommand::Open(args)
+            | TraceCommand::Close(args)
+            | TraceCommand::Finish(args)
+            | TraceCommand::Reset(args) => {
                 let action = match cmd {
-                    TraceCommand::Close { .. } => ZoneAction::Close,
-                    TraceCommand::Finish { .. } => ZoneAction::Finish,
+                    TraceCommand::Open(_) => ZoneAction::Open { zrwa: args.zrwa },
+                    _ if args.zrwa => return Err(fail("'zrwa' applies to 'open' only".into())),
+                    TraceCommand::Close(_) => ZoneAction::Close,
+                    TraceCommand::Finish(_) => ZoneAction::Finish,
                     _ => ZoneAction::Reset,
                 };
-                touched = (s, 1, *all);
+                let s = target_slba(&dev, args.zone, args.slba, args.all).map_err(fail)?;
+                touched = (s, 1, args.all);
                 dev.zone_send(ZoneSendCmd {
                     action,
                     slba: s,
-                    select_all: *all,
+                    select_all: args.all,
                 })
                 .await
             }

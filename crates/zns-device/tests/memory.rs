@@ -1,31 +1,19 @@
 //! The zn540 profile with the `none` store must fit in 64 MiB, including after
 //! writing to every zone (a counting allocator measures the heap it holds).
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use zns_core::{IoFlags, ZonedDevice};
 use zns_device::{ControllerOptions, EmulatedZns, Profile};
 use zns_sim::Runtime;
 
-struct Counting;
-static LIVE_BYTES: AtomicUsize = AtomicUsize::new(0);
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE_BYTES.fetch_add(layout.size(), Ordering::Relaxed);
-        System.alloc(layout)
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE_BYTES.fetch_sub(layout.size(), Ordering::Relaxed);
-        System.dealloc(ptr, layout)
-    }
-}
+#[path = "support/counting_alloc.rs"]
+mod counting_alloc;
+
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: counting_alloc::Counting = counting_alloc::Counting;
 
 #[test]
 fn zn540_with_the_none_store_holds_less_than_64_mib() {
-    let before = LIVE_BYTES.load(Ordering::Relaxed);
+    let before = counting_alloc::live_bytes();
     let mut rt = Runtime::new(1);
     let dev = EmulatedZns::from_profile(
         &rt.handle(),
@@ -57,7 +45,7 @@ fn zn540_with_the_none_store_holds_less_than_64_mib() {
             }
         }
     });
-    let held = LIVE_BYTES.load(Ordering::Relaxed).saturating_sub(before);
+    let held = counting_alloc::live_bytes().saturating_sub(before);
     assert!(held < 64 << 20, "zn540 + none store holds {held} bytes");
     drop(dev);
 }
