@@ -2,7 +2,8 @@
 //! numbers (../shared/fidelity-targets.toml ids), driving `FlashArray`
 //! directly with a tiny closed-loop driver: N jobs, each with a queue depth,
 //! issue their next command when one completes (or on a rate schedule),
-//! processed in completion-time order.
+//! processed in completion-time order. The parameters are the `[timing]`
+//! tables of the repository's device profiles (profiles/*.toml).
 //!
 //! `cargo test -p zns-sim --test timing_calibration -- --nocapture` prints the
 //! full target-vs-model table (also in docs/timing-model.md).
@@ -12,24 +13,21 @@ use std::collections::{BinaryHeap, VecDeque};
 
 use zns_sim::timing::{FlashArray, HostStack, MediaOp, NamespaceKind, TimingProfile};
 
+mod common;
+use common::profile;
+
 const KIB: u64 = 1024;
 const MIB: u64 = 1024 * 1024;
 const US: u64 = 1_000;
 const MS: u64 = 1_000_000;
 const S: u64 = 1_000_000_000;
 
-fn profile(name: &str) -> TimingProfile {
-    let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(&path).unwrap();
-    toml::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
-}
-
 fn zn540() -> FlashArray {
     zn540_with(|_| {})
 }
 
 fn zn540_with(f: impl FnOnce(&mut TimingProfile)) -> FlashArray {
-    let mut p = profile("zn540_timing.toml");
+    let mut p = profile("zn540");
     f(&mut p);
     FlashArray::new(&p).unwrap()
 }
@@ -1003,7 +1001,7 @@ fn zn540_conventional_namespace_targets() {
 
 #[test]
 fn pm1731a_targets() {
-    let p = profile("pm1731a_timing.toml");
+    let p = profile("pm1731a");
     let cap = p.zone_capacity_bytes;
     let bs = 64 * KIB;
     // single-zone sequential writes, QD1, long enough to be flash-bound

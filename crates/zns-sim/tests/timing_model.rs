@@ -1,20 +1,18 @@
 //! Behaviour of the timing model (not its calibration): profiles, validation,
 //! determinism, resource sharing, priorities, and robustness against any
-//! input the device layer could pass.
+//! input the device layer could pass. The parameter sets are the `[timing]`
+//! tables of the repository's device profiles (profiles/*.toml).
 
 use proptest::prelude::*;
 use zns_sim::timing::{FlashArray, HostStack, MediaOp, NamespaceKind, TimingProfile, ZrwaMedium};
+
+mod common;
+use common::{profile, timing_table, PROFILE_NAMES};
 
 const KIB: u64 = 1024;
 const MIB: u64 = 1024 * 1024;
 const US: u64 = 1_000;
 const MS: u64 = 1_000_000;
-
-fn profile(name: &str) -> TimingProfile {
-    let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
-    toml::from_str(&std::fs::read_to_string(&path).unwrap())
-        .unwrap_or_else(|e| panic!("{path}: {e}"))
-}
 
 fn write(zone: u32, off: u64, bytes: u64) -> MediaOp {
     MediaOp::Write {
@@ -37,66 +35,36 @@ fn read(off: u64, bytes: u64) -> MediaOp {
 }
 
 #[test]
-fn fixtures_deserialize_validate_and_round_trip() {
-    for name in [
-        "zn540_timing.toml",
-        "pm1731a_timing.toml",
-        "tiny_timing.toml",
-    ] {
+fn profiles_deserialize_validate_and_round_trip() {
+    for name in PROFILE_NAMES {
         let p = profile(name);
         p.validate().unwrap_or_else(|e| panic!("{name}: {e}"));
         let back: TimingProfile = toml::from_str(&toml::to_string(&p).unwrap()).unwrap();
         assert_eq!(back, p, "{name}");
         FlashArray::new(&p).unwrap();
     }
-    let zn = profile("zn540_timing.toml");
+    let zn = profile("zn540");
     assert_eq!(zn.total_dies(), 32);
     assert_eq!(zn.program_unit_bytes(), 96 * KIB);
     assert_eq!(zn.zrwa_medium, ZrwaMedium::WriteBuffer);
-    assert_eq!(profile("pm1731a_timing.toml").zrwa_medium, ZrwaMedium::Dram);
-}
-
-/// docs/timing-model.md carries the parameter sets as `[timing]` snippets
-/// for device profiles; they must be the fixtures, verbatim.
-#[test]
-fn doc_snippets_match_the_fixtures() {
-    let doc = std::fs::read_to_string(format!(
-        "{}/../../docs/timing-model.md",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .unwrap();
-    let snippets: Vec<&str> = doc
-        .split("```toml\n")
-        .skip(1)
-        .map(|b| b.split("```").next().unwrap())
-        .collect();
-    assert_eq!(snippets.len(), 2);
-    #[derive(serde::Deserialize)]
-    struct Device {
-        timing: TimingProfile,
-    }
-    for (snippet, name) in snippets
-        .iter()
-        .zip(["zn540_timing.toml", "pm1731a_timing.toml"])
-    {
-        let d: Device = toml::from_str(snippet).unwrap_or_else(|e| panic!("{name}: {e}"));
-        assert_eq!(
-            d.timing,
-            profile(name),
-            "docs/timing-model.md snippet differs from {name}"
-        );
-    }
+    assert_eq!(zn.zone_size_bytes, 2048 * MIB);
+    assert_eq!(zn.zone_capacity_bytes, 275_712 * 4 * KIB);
+    // same controller and flash, another namespace layout
+    assert_eq!(profile("zn540-cns"), zn);
+    assert_eq!(profile("pm1731a").zrwa_medium, ZrwaMedium::Dram);
+    let tiny = profile("tiny");
+    assert_eq!(
+        (tiny.zone_size_bytes, tiny.zone_capacity_bytes),
+        (MIB, 768 * KIB)
+    );
 }
 
 #[test]
 fn unknown_keys_are_rejected() {
-    let text = std::fs::read_to_string(format!(
-        "{}/tests/fixtures/tiny_timing.toml",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .unwrap()
-        + "\nchanels = 3\n";
-    let err = toml::from_str::<TimingProfile>(&text)
+    let mut t = timing_table("tiny");
+    t.insert("chanels".into(), 3.into());
+    let err = toml::Value::Table(t)
+        .try_into::<TimingProfile>()
         .unwrap_err()
         .to_string();
     assert!(err.contains("chanels"), "{err}");
@@ -104,7 +72,7 @@ fn unknown_keys_are_rejected() {
 
 #[test]
 fn validation_names_the_field() {
-    let base = profile("tiny_timing.toml");
+    let base = profile("tiny");
     type Mutation = Box<dyn Fn(&mut TimingProfile)>;
     let cases: Vec<(&str, Mutation)> = vec![
         ("channels", Box::new(|p| p.channels = 0)),
@@ -155,7 +123,7 @@ fn host_stack_names() {
 
 #[test]
 fn host_stack_costs_add_up() {
-    let p = profile("zn540_timing.toml");
+    let p = profile("zn540");
     let mut lat = Vec::new();
     for s in HostStack::ALL {
         let mut fa = FlashArray::new(&p).unwrap();
@@ -223,7 +191,7 @@ fn mixed_trace(p: &TimingProfile) -> Vec<u64> {
 
 #[test]
 fn same_inputs_same_times_and_the_seed_matters() {
-    let p = profile("zn540_timing.toml");
+    let p = profile("zn540");
     let a = mixed_trace(&p);
     assert_eq!(a, mixed_trace(&p));
     let mut q = p.clone();
@@ -233,7 +201,7 @@ fn same_inputs_same_times_and_the_seed_matters() {
 
 #[test]
 fn resets_do_not_slow_reads_but_reads_slow_resets() {
-    let p = profile("zn540_timing.toml");
+    let p = profile("zn540");
     let run = |with_resets: bool| {
         let mut fa = FlashArray::new(&p).unwrap();
         let mut t = 0;
@@ -286,7 +254,7 @@ fn resets_do_not_slow_reads_but_reads_slow_resets() {
 
 #[test]
 fn full_write_buffer_stalls_writers_at_flash_speed() {
-    let p = profile("tiny_timing.toml");
+    let p = profile("tiny");
     let mut fa = FlashArray::new(&p).unwrap();
     // 4 KiB units, 4 dies x 100 us per program = 40 KiB/ms of drain; 64 KiB
     // buffer; 180 writes stay inside the 768 KiB zone capacity.
@@ -311,7 +279,7 @@ fn full_write_buffer_stalls_writers_at_flash_speed() {
 
 #[test]
 fn namespaces_share_the_flash() {
-    let p = profile("zn540_timing.toml");
+    let p = profile("zn540");
     let bw = |with_conv: bool| {
         let mut fa = FlashArray::new(&p).unwrap();
         fa.declare_namespace(2, NamespaceKind::Conventional);
@@ -353,7 +321,7 @@ fn namespaces_share_the_flash() {
 
 #[test]
 fn host_writes_preempt_finish_filler() {
-    let p = profile("zn540_timing.toml");
+    let p = profile("zn540");
     let mut fa = FlashArray::new(&p).unwrap();
     let fin = MediaOp::Finish {
         ns: 1,
@@ -378,7 +346,7 @@ fn host_writes_preempt_finish_filler() {
 
 #[test]
 fn reads_queue_behind_writes_stalled_on_a_full_buffer() {
-    let p = profile("zn540_timing.toml");
+    let p = profile("zn540");
     let mut fa = FlashArray::new(&p).unwrap();
     // 64 outstanding 1 MiB writes submitted at once
     for i in 0..64u64 {
@@ -398,8 +366,8 @@ fn reads_queue_behind_writes_stalled_on_a_full_buffer() {
 
 #[test]
 fn zrwa_paths() {
-    let zn = profile("zn540_timing.toml");
-    let pm = profile("pm1731a_timing.toml");
+    let zn = profile("zn540");
+    let pm = profile("pm1731a");
     for p in [&zn, &pm] {
         let mut fa = FlashArray::new(p).unwrap();
         let w = MediaOp::Write {
@@ -439,7 +407,7 @@ fn zrwa_paths() {
 
 #[test]
 fn flush_and_fua_without_power_loss_protection_wait_for_flash() {
-    let mut p = profile("zn540_timing.toml");
+    let mut p = profile("zn540");
     p.write_buffer_power_loss_protected = false;
     p.io_jitter_ns = 0;
     let mut fa = FlashArray::new(&p).unwrap();
@@ -466,7 +434,7 @@ fn flush_and_fua_without_power_loss_protection_wait_for_flash() {
 
 #[test]
 fn small_zone_device_scales_with_zones() {
-    let p = profile("pm1731a_timing.toml");
+    let p = profile("pm1731a");
     let rate = |zones: u32| {
         let mut fa = FlashArray::new(&p).unwrap();
         let mut t = vec![0u64; zones as usize];
@@ -591,7 +559,7 @@ proptest! {
         which in 0usize..3,
         ops in proptest::collection::vec((0u64..(10 * MS), 0usize..3, arb_op()), 1..60),
     ) {
-        let name = ["zn540_timing.toml", "pm1731a_timing.toml", "tiny_timing.toml"][which];
+        let name = ["zn540", "pm1731a", "tiny"][which];
         let mut fa = FlashArray::new(&profile(name)).unwrap();
         let mut now = 0u64;
         for (dt, s, op) in ops {
