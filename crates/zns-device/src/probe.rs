@@ -222,45 +222,59 @@ fn open_close(profile: &Profile) -> Result<(f64, f64, f64, f64), DeviceError> {
     let cfg = dev.config().clone();
     let zsz = cfg.zone_size_lbas;
     let block = vec![0u8; cfg.lba_bytes as usize];
+    // Each measured command runs after 1 ms of idle time, so nothing queues;
+    // means over ROUNDS rounds (the model jitters completions by ±1 µs).
+    // Implicit-open extra = first command to an empty zone minus the first
+    // command to an explicitly opened empty zone.
+    const ROUNDS: u64 = 16;
     let r = rt.block_on(async {
-        let timed = |t0: u64| (handle.now_ns() - t0) as f64 / 1000.0;
-        let t0 = handle.now_ns();
-        dev.zone_send(ZoneSendCmd {
-            action: ZoneAction::Open { zrwa: false },
-            slba: 0,
-            select_all: false,
-        })
-        .await?;
-        let open_us = timed(t0);
-        dev.write(0, &block, IoFlags::NONE).await?;
-        let t0 = handle.now_ns();
-        dev.write(1, &block, IoFlags::NONE).await?;
-        let steady_write_us = timed(t0);
-        let t0 = handle.now_ns();
-        dev.zone_send(ZoneSendCmd {
-            action: ZoneAction::Close,
-            slba: 0,
-            select_all: false,
-        })
-        .await?;
-        let close_us = timed(t0);
-        handle.sleep(1_000_000).await;
-        let t0 = handle.now_ns();
-        dev.write(zsz, &block, IoFlags::NONE).await?;
-        let first_write_us = timed(t0);
-        handle.sleep(1_000_000).await;
-        let t0 = handle.now_ns();
-        dev.append(2 * zsz, &block, IoFlags::NONE).await?;
-        let first_append_us = timed(t0);
-        handle.sleep(1_000_000).await;
-        let t0 = handle.now_ns();
-        dev.append(2 * zsz, &block, IoFlags::NONE).await?;
-        let steady_append_us = timed(t0);
+        let idle = || handle.sleep(1_000_000);
+        let send = |action: ZoneAction, zone: u64| {
+            dev.zone_send(ZoneSendCmd {
+                action,
+                slba: zone * zsz,
+                select_all: false,
+            })
+        };
+        let mut sums_ns = [0u64; 6]; // open, close, opened write, implicit write, opened append, implicit append
+        for round in 0..ROUNDS {
+            let base = (round * 4) % (cfg.zone_count as u64 - 3);
+            let mut t0 = handle.now_ns();
+            send(ZoneAction::Open { zrwa: false }, base).await?;
+            sums_ns[0] += handle.now_ns() - t0;
+            idle().await;
+            t0 = handle.now_ns();
+            dev.write(base * zsz, &block, IoFlags::NONE).await?;
+            sums_ns[2] += handle.now_ns() - t0;
+            idle().await;
+            t0 = handle.now_ns();
+            send(ZoneAction::Close, base).await?;
+            sums_ns[1] += handle.now_ns() - t0;
+            idle().await;
+            t0 = handle.now_ns();
+            dev.write((base + 1) * zsz, &block, IoFlags::NONE).await?;
+            sums_ns[3] += handle.now_ns() - t0;
+            idle().await;
+            send(ZoneAction::Open { zrwa: false }, base + 2).await?;
+            idle().await;
+            t0 = handle.now_ns();
+            dev.append((base + 2) * zsz, &block, IoFlags::NONE).await?;
+            sums_ns[4] += handle.now_ns() - t0;
+            idle().await;
+            t0 = handle.now_ns();
+            dev.append((base + 3) * zsz, &block, IoFlags::NONE).await?;
+            sums_ns[5] += handle.now_ns() - t0;
+            for z in base..base + 4 {
+                send(ZoneAction::Reset, z).await?;
+            }
+            idle().await;
+        }
+        let mean_us = |i: usize| sums_ns[i] as f64 / ROUNDS as f64 / 1000.0;
         Ok::<_, zns_core::NvmeError>((
-            open_us,
-            close_us,
-            first_write_us - steady_write_us,
-            first_append_us - steady_append_us,
+            mean_us(0),
+            mean_us(1),
+            mean_us(3) - mean_us(2),
+            mean_us(5) - mean_us(4),
         ))
     });
     r.map_err(|e| DeviceError::Invalid(format!("probe command failed: {e}")))
