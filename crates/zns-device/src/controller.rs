@@ -382,19 +382,13 @@ impl Controller {
         // Decide the fate of every non-durable write: how many of its blocks reach the medium.
         let mut lost: Vec<(u32, u64, u64)> = Vec::new(); // (ns, first lost lba, end)
         let durable_end = fua_durable_ends(st, now_ns);
-        let zone_of = |st: &State, w: &PendingWrite| -> Option<u32> {
-            match &st.namespaces[w.ns as usize] {
-                NsState::Zoned { zones, .. } => zones.zone_of(w.slba),
-                NsState::Conventional { .. } => None,
-            }
-        };
         let pending: Vec<PendingWrite> = st.pending.drain(..).collect();
         for w in pending {
             let completed = w.complete_ns <= now_ns;
             if completed && w.fua {
                 continue;
             }
-            let covered = zone_of(st, &w)
+            let covered = zone_of_write(&st.namespaces, &w)
                 .and_then(|z| durable_end.get(&(w.ns, z)))
                 .is_some_and(|&end| w.slba + w.nlb <= end);
             if covered {
@@ -1129,11 +1123,7 @@ fn log_pending(
             if settled(p) {
                 return false;
             }
-            let zone = match &namespaces[p.ns as usize] {
-                NsState::Zoned { zones, .. } => zones.zone_of(p.slba),
-                NsState::Conventional { .. } => None,
-            };
-            match zone.and_then(|z| durable_end.get(&(p.ns, z))) {
+            match zone_of_write(namespaces, p).and_then(|z| durable_end.get(&(p.ns, z))) {
                 Some(&end) => p.slba + p.nlb > end,
                 None => true,
             }
@@ -1152,14 +1142,20 @@ fn fua_durable_ends(st: &State, now_ns: u64) -> HashMap<(u32, u32), u64> {
         .iter()
         .filter(|w| w.fua && w.complete_ns <= now_ns)
     {
-        if let NsState::Zoned { zones, .. } = &st.namespaces[w.ns as usize] {
-            if let Some(z) = zones.zone_of(w.slba) {
-                let e = durable_end.entry((w.ns, z)).or_insert(0);
-                *e = (*e).max(w.slba + w.nlb);
-            }
+        if let Some(z) = zone_of_write(&st.namespaces, w) {
+            let e = durable_end.entry((w.ns, z)).or_insert(0);
+            *e = (*e).max(w.slba + w.nlb);
         }
     }
     durable_end
+}
+
+/// The zone a pending write went to (None on a conventional namespace).
+fn zone_of_write(namespaces: &[NsState], w: &PendingWrite) -> Option<u32> {
+    match &namespaces[w.ns as usize] {
+        NsState::Zoned { zones, .. } => zones.zone_of(w.slba),
+        NsState::Conventional { .. } => None,
+    }
 }
 
 fn check_conv_range(config: &ConventionalConfig, slba: u64, nlb: u64) -> Result<(), NvmeError> {
