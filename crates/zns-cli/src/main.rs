@@ -431,6 +431,7 @@ fn create(args: CreateArgs) -> Result<ExitCode, CliError> {
 /// Opens an image's zoned namespace on a fresh runtime.
 fn open_target(rt: &Runtime, image: &Path, nsid: Option<u32>) -> Result<EmulatedZns, CliError> {
     let ctrl = Controller::open_image(&rt.handle(), image, HostStack::Spdk)?;
+    warn_recovery(&ctrl, image);
     match nsid {
         Some(n) => ctrl.zoned(n).ok_or_else(|| {
             CliError::Usage(format!("--nsid {n}: not a zoned namespace of this device"))
@@ -438,6 +439,17 @@ fn open_target(rt: &Runtime, image: &Path, nsid: Option<u32>) -> Result<Emulated
         None => ctrl
             .first_zoned()
             .ok_or_else(|| CliError::Usage("the device has no zoned namespace".into())),
+    }
+}
+
+/// Tells the user when an image was opened from its older zone table.
+fn warn_recovery(ctrl: &Controller, image: &Path) {
+    if let Some(why) = ctrl.metadata_recovery() {
+        eprintln!(
+            "zns: warning: {}: the newest zone table failed its checks ({why}); \
+             opened the previous one — writes after it may be missing from the zone state",
+            image.display()
+        );
     }
 }
 
@@ -716,7 +728,11 @@ fn replay(args: ReplayArgs) -> Result<ExitCode, CliError> {
     let stack = parse_host_stack(&args.host_stack)?;
     let mut rt = Runtime::new(args.seed);
     let ctrl = match &args.image {
-        Some(path) => Controller::open_image(&rt.handle(), path, stack)?,
+        Some(path) => {
+            let ctrl = Controller::open_image(&rt.handle(), path, stack)?;
+            warn_recovery(&ctrl, path);
+            ctrl
+        }
         None => Controller::new(
             &rt.handle(),
             args.profile.load()?,

@@ -126,6 +126,9 @@ struct State {
     rng: SimRng,
     stats: ControllerStats,
     image: Option<PersistentImage>,
+    /// Set when an image was opened from its older zone table because the
+    /// newest one failed its checks (a save torn by a crash, or damage).
+    metadata_recovery: Option<String>,
 }
 
 pub(crate) struct Inner {
@@ -212,6 +215,7 @@ impl Controller {
         host_stack: HostStack,
     ) -> Result<Controller, DeviceError> {
         let image = PersistentImage::open(path)?;
+        let metadata_damage = image.damaged_metadata_slot()?;
         let profile = Profile::from_toml(
             image.profile_toml(),
             &format!("stored in {}", path.display()),
@@ -229,8 +233,13 @@ impl Controller {
             namespaces.push(new_ns_state(ns, image.namespace_store(i), zone_records)?);
         }
         let ctrl = Controller::assemble(handle, profile, host_stack, namespaces, Some(image))?;
-        // Power-on after whatever ended the last process: open zones become closed.
-        ctrl.restore_after_restart()?;
+        // Power-on after whatever ended the last process: open zones become
+        // closed. When the newest zone table was unreadable, data past the
+        // older table's write pointers is kept (it may be what the damaged
+        // table described) and the recovery is reported.
+        let discard_past_wp = metadata_damage.is_none();
+        ctrl.restore_after_restart(discard_past_wp)?;
+        ctrl.inner.state.borrow_mut().metadata_recovery = metadata_damage;
         ctrl.persist_metadata().map_err(DeviceError::Store)?;
         Ok(ctrl)
     }
@@ -272,6 +281,7 @@ impl Controller {
             rng: handle.rng(),
             stats: ControllerStats::default(),
             image,
+            metadata_recovery: None,
         };
         Ok(Controller {
             inner: Rc::new(Inner {
@@ -349,6 +359,13 @@ impl Controller {
                 }
             })
             .sum()
+    }
+
+    /// If the image was opened from its older zone table because the newest
+    /// failed its checks: what was wrong. Data past the recovered write
+    /// pointers was left in place. Tools should show this to the user.
+    pub fn metadata_recovery(&self) -> Option<String> {
+        self.inner.state.borrow().metadata_recovery.clone()
     }
 
     pub fn is_powered(&self) -> bool {
@@ -473,6 +490,9 @@ impl Controller {
             }
         }
         drop(guard);
+        self.inner
+            .locks
+            .abort_waiting(Err(NvmeError::injected(NvmeStatus::AbortedPowerLoss)));
         let _ = self.persist_metadata();
     }
 
@@ -492,10 +512,14 @@ impl Controller {
     }
 
     /// Reads covering `lba` of namespace `nsid` fail with Unrecovered Read Error.
-    pub fn inject_read_error(&self, nsid: u32, lba: u64) {
+    pub fn inject_read_error(&self, nsid: u32, lba: u64) -> Result<(), NvmeError> {
+        if nsid == 0 || nsid > self.namespace_count() {
+            return Err(NvmeStatus::InvalidNamespace.into());
+        }
         let mut st = self.inner.state.borrow_mut();
         st.read_errors.insert((nsid.saturating_sub(1), lba));
         st.faults.push(InjectedFault::ReadError { nsid, lba });
+        Ok(())
     }
 
     /// Forces a zone read-only (a controller-initiated transition to ZSRO).
@@ -540,7 +564,7 @@ impl Controller {
     /// open zones become closed, and data past a zone's write pointer (and
     /// past its ZRWA, if it holds one) — written after the last saved zone
     /// table — is deallocated, so nothing beyond the WP is claimed.
-    fn restore_after_restart(&self) -> Result<(), StoreError> {
+    fn restore_after_restart(&self, discard_past_wp: bool) -> Result<(), StoreError> {
         let mut st = self.inner.state.borrow_mut();
         for ns in st.namespaces.iter_mut() {
             if let NsState::Zoned { zones, store } = ns {
@@ -549,6 +573,9 @@ impl Controller {
                     .map(|z| zones.descriptor(z).map_or(0, |d| d.write_pointer))
                     .collect();
                 zones.power_cycle(&|z| wps[z as usize], true);
+                if !discard_past_wp {
+                    continue;
+                }
                 for z in 0..cfg.zone_count {
                     let Some(d) = zones.descriptor(z) else {
                         continue;
@@ -745,6 +772,10 @@ impl Controller {
         let epoch = self.admit()?;
         let cfg = self.zoned_config(ns);
         let nlb = Self::lba_count(data.len(), cfg.lba_bytes)?;
+        if nlb > cfg.max_transfer_lbas as u64 {
+            // Checked first on every stack, as the controller would.
+            return Err(NvmeStatus::InvalidField.into());
+        }
         if self.inner.host_stack.get() == HostStack::IoUringMqDeadline {
             // mq-deadline: one write per zone in flight; queued contiguous writes
             // are merged into one device command when the zone lock frees up.
@@ -760,7 +791,14 @@ impl Controller {
                 .await;
             let outcome = match ticket.role() {
                 crate::mqdeadline::Role::Leader { total_nlb, fua } => {
-                    let r = self.dispatch_zoned_write(ns, slba, total_nlb, None, fua);
+                    // The device may have lost power while this write waited.
+                    let r = match self.admit() {
+                        Ok(now_epoch) if now_epoch == epoch => {
+                            self.dispatch_zoned_write(ns, slba, total_nlb, None, fua)
+                        }
+                        Ok(_) => Err(NvmeError::injected(NvmeStatus::AbortedPowerLoss)),
+                        Err(e) => Err(e),
+                    };
                     ticket.publish(r);
                     r
                 }
@@ -1058,7 +1096,13 @@ impl Controller {
         if nlb == 0 {
             return Err(NvmeStatus::InvalidField.into());
         }
-        check_conv_range(config, slba, nlb)?;
+        // Deallocate is not limited by MDTS: only the range matters.
+        if slba
+            .checked_add(nlb)
+            .map_or(true, |end| end > config.capacity_lbas)
+        {
+            return Err(NvmeStatus::LbaOutOfRange.into());
+        }
         let done_ns = {
             let mut st = self.inner.state.borrow_mut();
             st.namespaces[ns as usize]

@@ -11,7 +11,7 @@
 //! device sees about QD/2 × bs per command.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -28,7 +28,7 @@ enum SlotState {
     Leader {
         total_nlb: u64,
         fua: bool,
-        followers: Vec<Rc<Slot>>,
+        followers: Vec<Waiter>,
     },
     /// Merged into a leader's command, which ended like this.
     Follower(DispatchResult),
@@ -72,7 +72,7 @@ struct ZoneQueue {
 /// Zone write locks of all zoned namespaces of a controller.
 #[derive(Default)]
 pub(crate) struct ZoneWriteLocks {
-    zones: RefCell<HashMap<(u32, u32), ZoneQueue>>,
+    zones: RefCell<BTreeMap<(u32, u32), ZoneQueue>>,
 }
 
 /// What a write does once it holds (or rode along with) the zone lock.
@@ -109,7 +109,7 @@ impl Ticket<'_> {
             _ => Vec::new(),
         };
         for f in followers {
-            f.set(SlotState::Follower(result));
+            f.slot.set(SlotState::Follower(result));
         }
     }
 }
@@ -121,13 +121,20 @@ impl Drop for Ticket<'_> {
         if !matches!(&*self.slot.state.borrow(), SlotState::Leader { .. }) {
             return;
         }
-        // Followers still attached were never told the outcome: the leader was
-        // cancelled before dispatching.
-        self.publish(Err(NvmeError::from(zns_core::NvmeStatus::InternalError)));
+        // Followers still attached never reached the device (the leader was
+        // cancelled before dispatching): they go back to the queue.
+        let orphans = match &mut *self.slot.state.borrow_mut() {
+            SlotState::Leader { followers, .. } => std::mem::take(followers),
+            _ => Vec::new(),
+        };
         let mut zones = self.locks.zones.borrow_mut();
         let Some(q) = zones.get_mut(&self.key) else {
             return;
         };
+        for w in orphans {
+            let at = q.waiting.partition_point(|x| x.slba <= w.slba);
+            q.waiting.insert(at, w);
+        }
         if q.waiting.is_empty() {
             zones.remove(&self.key);
             return;
@@ -145,7 +152,7 @@ impl Drop for Ticket<'_> {
             end += next.nlb;
             total_nlb += next.nlb;
             fua |= next.fua;
-            followers.push(next.slot);
+            followers.push(next);
         }
         drop(zones);
         first.slot.set(SlotState::Leader {
@@ -157,6 +164,20 @@ impl Drop for Ticket<'_> {
 }
 
 impl ZoneWriteLocks {
+    /// Power loss: every write waiting for a zone lock ends with `result`
+    /// (the host's queue is flushed with an error; nothing reaches the device).
+    pub(crate) fn abort_waiting(&self, result: DispatchResult) {
+        let waiting: Vec<Waiter> = self
+            .zones
+            .borrow_mut()
+            .values_mut()
+            .flat_map(|q| std::mem::take(&mut q.waiting))
+            .collect();
+        for w in waiting {
+            w.slot.set(SlotState::Follower(result));
+        }
+    }
+
     /// Queues a write for its zone; resolves when the write leads a dispatch or
     /// was merged into one.
     pub(crate) fn acquire(

@@ -393,7 +393,8 @@ pub async fn run_trace(
                 let z = zone.unwrap_or(0);
                 match dev
                     .report_zones(
-                        z as u64 * cfg.zone_size_lbas,
+                        // Saturating: a zone past the end is LBA Out of Range, not an overflow.
+                        (z as u64).saturating_mul(cfg.zone_size_lbas),
                         ReportFilter::All,
                         count.unwrap_or(cfg.zone_count as usize),
                     )

@@ -352,7 +352,7 @@ fn failed_device_and_injected_read_errors_are_marked_injected() {
     let dev = ctrl.first_zoned().unwrap();
     let buf = vec![1u8; 8192];
     rt.block_on(dev.write(0, &buf, IoFlags::NONE)).unwrap();
-    ctrl.inject_read_error(1, 1);
+    ctrl.inject_read_error(1, 1).unwrap();
     let mut rbuf = vec![0u8; 8192];
     let err = rt.block_on(dev.read(0, &mut rbuf)).unwrap_err();
     assert_eq!(

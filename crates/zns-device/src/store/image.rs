@@ -1032,6 +1032,25 @@ impl PersistentImage {
         Ok(content.blob)
     }
 
+    /// A metadata slot that was written once but now fails its checks, if any
+    /// (while the other slot is valid and in use). It is either a save torn by
+    /// a crash — then the older zone table is the right one — or damage to the
+    /// newest table; the two cannot be told apart, so callers must say so.
+    pub fn damaged_metadata_slot(&self) -> Result<Option<String>, StoreError> {
+        for slot in 0..2 {
+            if let Err(why) = read_slot(&self.file, &self.layout, slot)? {
+                let mut head = [0u8; SLOT_HEADER_BYTES];
+                self.file
+                    .read_exact_at(&mut head, self.layout.slot_offset(slot))?;
+                if head.iter().any(|b| *b != 0) {
+                    let name = if slot == 0 { "A" } else { "B" };
+                    return Ok(Some(format!("metadata slot {name}: {why}")));
+                }
+            }
+        }
+        Ok(None)
+    }
+
     /// Makes every write and deallocate so far durable (fdatasync, per policy).
     pub fn sync(&self) -> Result<(), StoreError> {
         self.file.sync()

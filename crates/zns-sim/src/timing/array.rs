@@ -105,6 +105,11 @@ const PPM: u64 = 1_000_000;
 /// commands are beyond any MDTS; the bound keeps `submit` O(1) and hang-free).
 const MAX_UNITS_PER_COMMAND: u64 = 4096;
 const MIB: u128 = 1 << 20;
+/// Latest submission instant the model times as given (2^62 ns, ~146 years).
+/// The clock can be moved further (`Handle::sleep(u64::MAX)`, a trace `wait`);
+/// a command submitted later is timed as if submitted at this instant, so the
+/// model's additions (each at most hours) cannot overflow.
+const MAX_SUBMIT_NS: u64 = 1 << 62;
 
 /// The timing state of one emulated controller. All its namespaces share it,
 /// so traffic on one slows the others.
@@ -247,6 +252,7 @@ impl FlashArray {
     /// the host (host-stack submission and completion overheads included).
     /// `ZrwaCommit` is background work: it returns when its data is in flash.
     pub fn submit(&mut self, now_ns: u64, stack: HostStack, op: &MediaOp) -> u64 {
+        let now_ns = now_ns.min(MAX_SUBMIT_NS);
         let (hs, hc) = self.host[match stack {
             HostStack::Spdk => 0,
             HostStack::IoUringNone => 1,
