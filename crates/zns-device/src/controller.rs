@@ -140,6 +140,24 @@ pub(crate) struct Inner {
     zoned_configs: Vec<Option<ZonedConfig>>,
 }
 
+impl Drop for Inner {
+    /// Clean shutdown (the last handle goes away): like an NVMe shutdown
+    /// notification, every completed write becomes durable — an image gets its
+    /// data synced and its zone table saved. (A process killed with SIGKILL
+    /// skips this: then only FUA writes and flushed data are guaranteed.)
+    fn drop(&mut self) {
+        let st = self.state.get_mut();
+        if !st.powered || st.failed {
+            return;
+        }
+        let blob = encode_metadata(&st.namespaces);
+        if let Some(image) = st.image.as_mut() {
+            let _ = image.sync();
+            let _ = image.save_metadata(&blob);
+        }
+    }
+}
+
 /// An emulated NVMe controller with one or more namespaces.
 #[derive(Clone)]
 pub struct Controller {
