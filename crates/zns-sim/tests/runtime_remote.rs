@@ -76,7 +76,7 @@ fn remote_injection_in_virtual_mode() {
 
 #[test]
 fn remote_injection_in_paced_mode() {
-    let mut rt = Runtime::paced(3, 1.0);
+    let mut rt = Runtime::paced(3, 1.0).unwrap();
     let got = inject_from_thread(&mut rt, 100_000);
     let ids: Vec<u32> = got.iter().map(|&(i, _)| i).collect();
     assert_eq!(ids, [0, 1, 2, 3, 4]);
@@ -166,12 +166,12 @@ fn a_waker_invoked_on_another_thread_wakes_the_task_virtual() {
 
 #[test]
 fn a_waker_invoked_on_another_thread_wakes_the_task_paced() {
-    cross_thread_waker(Runtime::paced(2, 1.0));
+    cross_thread_waker(Runtime::paced(2, 1.0).unwrap());
 }
 
 #[test]
 fn paced_mode_does_not_run_ahead_of_the_wall_clock() {
-    let mut rt = Runtime::paced(4, 1.0);
+    let mut rt = Runtime::paced(4, 1.0).unwrap();
     let h = rt.handle();
     let start = Instant::now(); // wall-clock ok
     rt.block_on(async move {
@@ -195,7 +195,7 @@ fn paced_remote_work_sees_the_scaled_wall_clock() {
     // of it, and not stuck at the last event either. The timer must still
     // fire at exactly 1 s.
     let speed = 50.0;
-    let mut rt = Runtime::paced(5, speed);
+    let mut rt = Runtime::paced(5, speed).unwrap();
     let h = rt.handle();
     type Seen = Arc<std::sync::Mutex<Option<(u64, Duration)>>>;
     let seen: Seen = Arc::default();
@@ -237,6 +237,14 @@ fn paced_remote_work_sees_the_scaled_wall_clock() {
 #[test]
 #[should_panic(expected = "deadlock: no runnable task and no pending timer (seed=6")]
 fn paced_mode_reports_deadlock_too() {
-    let mut rt = Runtime::paced(6, 1.0);
+    let mut rt = Runtime::paced(6, 1.0).unwrap();
     rt.block_on(std::future::pending::<()>());
+}
+
+#[test]
+fn a_paced_runtime_with_a_bad_speed_is_an_error_not_a_panic() {
+    for speed in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+        let err = Runtime::paced(1, speed).err().expect("bad speed accepted");
+        assert!(err.contains("speed"), "{err}");
+    }
 }

@@ -125,15 +125,15 @@ impl Runtime {
     /// keep up. Each `block_on` call re-anchors virtual time to the wall
     /// clock, so time does not "catch up" over gaps between calls.
     ///
-    /// # Panics
-    ///
-    /// If `speed` is not a finite number greater than zero.
-    pub fn paced(seed: u64, speed: f64) -> Runtime {
-        assert!(
-            speed.is_finite() && speed > 0.0,
-            "Runtime::paced: speed must be a finite number > 0, got {speed}"
-        );
-        Runtime::build(seed, Some(Pacer::new(speed)))
+    /// `speed` must be a finite number greater than zero; anything else is an
+    /// error naming the value.
+    pub fn paced(seed: u64, speed: f64) -> Result<Runtime, String> {
+        if !(speed.is_finite() && speed > 0.0) {
+            return Err(format!(
+                "paced runtime: speed must be a finite number > 0, got {speed}"
+            ));
+        }
+        Ok(Runtime::build(seed, Some(Pacer::new(speed))))
     }
 
     fn build(seed: u64, pacer: Option<Pacer>) -> Runtime {
