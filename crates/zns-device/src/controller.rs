@@ -997,7 +997,6 @@ impl Controller {
             };
             let cfg = zones.config().clone();
             let effect: MgmtEffect = zones.zone_send(cmd)?;
-            let lba_bytes = cfg.lba_bytes as u64;
             let mut t = now_ns;
             if effect.changes.is_empty() {
                 // A valid command that changed nothing still costs a round trip.
@@ -1018,7 +1017,6 @@ impl Controller {
                     });
                 }
             }
-            let _ = lba_bytes;
             done_ns = t;
             st.stats.zone_mgmt += 1;
         }
@@ -1247,6 +1245,10 @@ fn media_op_for(
 ) -> MediaOp {
     let lba_bytes = cfg.lba_bytes as u64;
     let zone = change.zone;
+    if change.controller_initiated {
+        // A zone the controller closed to free an open resource.
+        return MediaOp::Close { ns, zone };
+    }
     match cmd.action {
         zns_core::ZoneAction::Open { .. } => MediaOp::Open { ns, zone },
         zns_core::ZoneAction::Close | zns_core::ZoneAction::Offline => MediaOp::Close { ns, zone },
