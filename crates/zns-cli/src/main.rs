@@ -537,10 +537,7 @@ fn zone(cmd: ZoneCommand) -> Result<ExitCode, CliError> {
                 .block_on(dev.report_zones(start, filter, count.unwrap_or(cfg.zone_count as usize)))
                 .map_err(CliError::Device)?;
             if target.json {
-                println!(
-                    "{}",
-                    serde_json::json!({"nr_zones": zones.len(), "zones": zones})
-                );
+                println!("{}", output::report_json(&zones));
             } else {
                 print!("{}", output::report_text(&zones));
             }

@@ -181,3 +181,23 @@ pub fn probe_text(r: &ProbeReport) -> String {
     }
     s
 }
+
+/// `zns zone report --json`: the shape of `nvme zns report-zones -o json`
+/// (`nr_zones`, `zone_list` with `slba`, `wp`, `cap`, `state`, `type`, `attrs`),
+/// so scripts written for nvme-cli parse it.
+pub fn report_json(zones: &[ZoneDescriptor]) -> serde_json::Value {
+    let list: Vec<serde_json::Value> = zones
+        .iter()
+        .map(|z| {
+            serde_json::json!({
+                "slba": z.start_lba,
+                "wp": z.write_pointer,
+                "cap": z.capacity_lbas,
+                "state": z.state.nvme_cli_name(),
+                "type": "SEQWRITE_REQ",
+                "attrs": (z.attributes.finished_by_controller as u8) | ((z.attributes.zrwa_valid as u8) << 3),
+            })
+        })
+        .collect();
+    serde_json::json!({ "nr_zones": zones.len(), "zone_list": list })
+}

@@ -1,0 +1,140 @@
+//! The `zns` binary end to end: outputs, `--json` shapes and the documented
+//! exit codes (0 ok, 1 device rejected a command, 2 usage, 3 bad input, 4 I/O).
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn zns(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_zns"))
+        .args(args)
+        .output()
+        .expect("run zns")
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().expect("exited normally")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn info_shows_the_zn540_geometry() {
+    let o = zns(&["info", "--profile", "zn540"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).contains("904"), "{}", stdout(&o));
+    let o = zns(&["info", "--profile", "zn540", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["namespace"][0]["zone_count"], 904);
+}
+
+#[test]
+fn zone_commands_on_an_image_and_their_exit_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = dir.path().join("dev.img");
+    let img = img.to_str().unwrap();
+    assert_eq!(code(&zns(&["create", img, "--profile", "tiny"])), 0);
+    // Creating over an existing file is an I/O error; the file is kept.
+    assert_eq!(code(&zns(&["create", img, "--profile", "tiny"])), 4);
+
+    let o = zns(&["zone", "write", img, "--slba", "0", "--nlb", "3"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let o = zns(&["zone", "report", img, "--count", "2", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["nr_zones"], 2);
+    assert_eq!(v["zone_list"][0]["wp"], 3, "the write survived the process");
+    assert_eq!(v["zone_list"][0]["state"], "CLOSED");
+
+    // Not at the write pointer: the device's status, exit code 1.
+    let o = zns(&["zone", "write", img, "--slba", "7", "--nlb", "1", "--json"]);
+    assert_eq!(code(&o), 1);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["status"]["sc"], 0xBC);
+    assert!(stderr(&o).contains("Zone Invalid Write"), "{}", stderr(&o));
+
+    let o = zns(&["zone", "append", img, "--zone", "0", "--nlb", "2", "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["result"], 3, "append lands at the WP");
+
+    let o = zns(&["zone", "read", img, "--slba", "0", "--nlb", "5", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["stamps"][1], 1);
+    assert_eq!(
+        v["stamps"][3], 0,
+        "appended blocks carry the zone start as stamp base"
+    );
+
+    assert_eq!(
+        code(&zns(&["zone", "open", img, "--zone", "2", "--zrwa"])),
+        0
+    );
+    assert_eq!(code(&zns(&["zone", "finish", img, "--zone", "2"])), 0);
+    assert_eq!(code(&zns(&["zone", "reset", img, "--all"])), 0);
+    // A zone that does not exist is a usage error naming the range.
+    let o = zns(&["zone", "open", img, "--zone", "99"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("16 zones"), "{}", stderr(&o));
+}
+
+#[test]
+fn bad_input_has_its_own_exit_codes_and_names_the_problem() {
+    let o = zns(&["info", "--profile", "nope"]);
+    assert_eq!(code(&o), 3);
+    assert!(stderr(&o).contains("nope"), "{}", stderr(&o));
+    let o = zns(&[
+        "info",
+        "--profile",
+        "zn540",
+        "--set",
+        "namespace.0.zone_cont=3",
+    ]);
+    assert_eq!(code(&o), 3);
+    assert!(stderr(&o).contains("zone_cont"), "{}", stderr(&o));
+    assert_eq!(code(&zns(&["info", "--no-such-flag"])), 2);
+
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("bad.jsonl");
+    std::fs::write(
+        &trace,
+        "{\"op\":\"open\",\"zone\":1}\n{\"op\":\"write\",\"slba\":0,\"nbl\":1}\n",
+    )
+    .unwrap();
+    let o = zns(&["replay", trace.to_str().unwrap()]);
+    assert_eq!(code(&o), 3);
+    assert!(
+        stderr(&o).contains("line 2") && stderr(&o).contains("nbl"),
+        "{}",
+        stderr(&o)
+    );
+    let o = zns(&["replay", "/nonexistent/trace.jsonl"]);
+    assert_eq!(code(&o), 4);
+
+    let junk = dir.path().join("junk.img");
+    std::fs::write(&junk, vec![7u8; 4096]).unwrap();
+    let o = zns(&["zone", "report", junk.to_str().unwrap()]);
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+}
+
+#[test]
+fn replay_prints_one_json_object_per_command() {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/zrwa.jsonl");
+    let o = zns(&["replay", example.to_str().unwrap(), "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let results: Vec<serde_json::Value> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(results.len(), 11);
+    assert!(
+        results.iter().any(|r| r["status"]["sc"] == 0xB6),
+        "append on a ZRWA zone is rejected"
+    );
+    let o = zns(&["replay", example.to_str().unwrap(), "--fail-on-error"]);
+    assert_eq!(code(&o), 1);
+}
