@@ -668,6 +668,19 @@ impl Controller {
         Ok(())
     }
 
+    /// Runs a command; a rejection is counted and posted after a controller
+    /// round trip (`reject`).
+    async fn run<T>(
+        &self,
+        ns: u32,
+        command: impl std::future::Future<Output = Result<T, NvmeError>>,
+    ) -> Result<T, NvmeError> {
+        match command.await {
+            Ok(v) => Ok(v),
+            Err(e) => Err(self.reject(ns, e).await),
+        }
+    }
+
     /// A rejected command: counted, and (unless an injected fault made the
     /// device unreachable) completed after one controller round trip, as a
     /// real controller posts an error completion.
@@ -774,19 +787,6 @@ impl Controller {
         data: &[u8],
         flags: IoFlags,
     ) -> Result<(), NvmeError> {
-        match self.zoned_write_inner(ns, slba, data, flags).await {
-            Ok(v) => Ok(v),
-            Err(e) => Err(self.reject(ns, e).await),
-        }
-    }
-
-    async fn zoned_write_inner(
-        &self,
-        ns: u32,
-        slba: u64,
-        data: &[u8],
-        flags: IoFlags,
-    ) -> Result<(), NvmeError> {
         let epoch = self.admit()?;
         let cfg = self.zoned_config(ns);
         let nlb = Self::lba_count(data.len(), cfg.lba_bytes)?;
@@ -854,19 +854,6 @@ impl Controller {
         data: &[u8],
         flags: IoFlags,
     ) -> Result<u64, NvmeError> {
-        match self.zoned_append_inner(ns, zslba, data, flags).await {
-            Ok(v) => Ok(v),
-            Err(e) => Err(self.reject(ns, e).await),
-        }
-    }
-
-    async fn zoned_append_inner(
-        &self,
-        ns: u32,
-        zslba: u64,
-        data: &[u8],
-        flags: IoFlags,
-    ) -> Result<u64, NvmeError> {
         let epoch = self.admit()?;
         let now_ns = self.inner.handle.now_ns();
         let stack = self.inner.host_stack.get();
@@ -924,13 +911,6 @@ impl Controller {
     }
 
     async fn read_ns(&self, ns: u32, slba: u64, buf: &mut [u8]) -> Result<(), NvmeError> {
-        match self.read_ns_inner(ns, slba, buf).await {
-            Ok(v) => Ok(v),
-            Err(e) => Err(self.reject(ns, e).await),
-        }
-    }
-
-    async fn read_ns_inner(&self, ns: u32, slba: u64, buf: &mut [u8]) -> Result<(), NvmeError> {
         let epoch = self.admit()?;
         let now_ns = self.inner.handle.now_ns();
         let stack = self.inner.host_stack.get();
@@ -978,13 +958,6 @@ impl Controller {
     }
 
     async fn zone_send_ns(&self, ns: u32, cmd: ZoneSendCmd) -> Result<(), NvmeError> {
-        match self.zone_send_inner(ns, cmd).await {
-            Ok(v) => Ok(v),
-            Err(e) => Err(self.reject(ns, e).await),
-        }
-    }
-
-    async fn zone_send_inner(&self, ns: u32, cmd: ZoneSendCmd) -> Result<(), NvmeError> {
         let epoch = self.admit()?;
         let now_ns = self.inner.handle.now_ns();
         let stack = self.inner.host_stack.get();
@@ -1372,23 +1345,32 @@ impl zns_core::ZonedDevice for EmulatedZns {
     }
 
     fn read<'a>(&'a self, slba: u64, buf: &'a mut [u8]) -> CmdFuture<'a, ()> {
-        Box::pin(self.ctrl.read_ns(self.ns, slba, buf))
+        Box::pin(
+            self.ctrl
+                .run(self.ns, self.ctrl.read_ns(self.ns, slba, buf)),
+        )
     }
 
     fn write<'a>(&'a self, slba: u64, data: &'a [u8], flags: IoFlags) -> CmdFuture<'a, ()> {
-        Box::pin(self.ctrl.zoned_write(self.ns, slba, data, flags))
+        Box::pin(
+            self.ctrl
+                .run(self.ns, self.ctrl.zoned_write(self.ns, slba, data, flags)),
+        )
     }
 
     fn append<'a>(&'a self, zslba: u64, data: &'a [u8], flags: IoFlags) -> CmdFuture<'a, u64> {
-        Box::pin(self.ctrl.zoned_append(self.ns, zslba, data, flags))
+        Box::pin(
+            self.ctrl
+                .run(self.ns, self.ctrl.zoned_append(self.ns, zslba, data, flags)),
+        )
     }
 
     fn zone_send(&self, cmd: ZoneSendCmd) -> CmdFuture<'_, ()> {
-        Box::pin(self.ctrl.zone_send_ns(self.ns, cmd))
+        Box::pin(self.ctrl.run(self.ns, self.ctrl.zone_send_ns(self.ns, cmd)))
     }
 
     fn flush(&self) -> CmdFuture<'_, ()> {
-        Box::pin(self.ctrl.flush_all(self.ns))
+        Box::pin(self.ctrl.run(self.ns, self.ctrl.flush_all(self.ns)))
     }
 }
 
@@ -1420,24 +1402,27 @@ impl zns_core::BlockDevice for EmulatedConventionalNs {
         self.config.max_transfer_lbas
     }
     fn read<'a>(&'a self, slba: u64, buf: &'a mut [u8]) -> CmdFuture<'a, ()> {
-        Box::pin(self.ctrl.read_ns(self.ns, slba, buf))
+        Box::pin(
+            self.ctrl
+                .run(self.ns, self.ctrl.read_ns(self.ns, slba, buf)),
+        )
     }
     fn write<'a>(&'a self, slba: u64, data: &'a [u8], flags: IoFlags) -> CmdFuture<'a, ()> {
-        Box::pin(async move {
-            match self
-                .ctrl
-                .conv_write(self.ns, &self.config, slba, data, flags)
-                .await
-            {
-                Ok(()) => Ok(()),
-                Err(e) => Err(self.ctrl.reject(self.ns, e).await),
-            }
-        })
+        Box::pin(
+            self.ctrl.run(
+                self.ns,
+                self.ctrl
+                    .conv_write(self.ns, &self.config, slba, data, flags),
+            ),
+        )
     }
     fn discard(&self, slba: u64, nlb: u64) -> CmdFuture<'_, ()> {
-        Box::pin(self.ctrl.conv_discard(self.ns, &self.config, slba, nlb))
+        Box::pin(self.ctrl.run(
+            self.ns,
+            self.ctrl.conv_discard(self.ns, &self.config, slba, nlb),
+        ))
     }
     fn flush(&self) -> CmdFuture<'_, ()> {
-        Box::pin(self.ctrl.flush_all(self.ns))
+        Box::pin(self.ctrl.run(self.ns, self.ctrl.flush_all(self.ns)))
     }
 }
