@@ -80,12 +80,6 @@ impl NamespaceProfile {
             NamespaceProfile::Conventional(c) => c.capacity_lbas,
         }
     }
-    pub fn kind_name(&self) -> &'static str {
-        match self {
-            NamespaceProfile::Zoned(_) => "zoned",
-            NamespaceProfile::Conventional(_) => "conventional",
-        }
-    }
 }
 
 /// What happens to writes that completed without FUA and were not followed by a
