@@ -1,3 +1,5 @@
 //! zns-bench owns the workload engine: fio job files and fio-style command
 //! lines, zonemode=zbd semantics, virtual-time execution against any
 //! `ZonedDevice`, and fio-style text and JSON output (issue 3; being built).
+
+pub mod job;

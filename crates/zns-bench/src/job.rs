@@ -1,0 +1,1222 @@
+//! fio job descriptions: INI job files and fio-style `--name=… --rw=…`
+//! command lines, parsed into fully resolved, typed [`JobSpec`]s.
+//!
+//! Every option znskit understands is one row of [`OPTIONS`] (name, aliases,
+//! kind, default, help, whether it is a znskit extension). Parsing is driven
+//! by that table: a value is checked against the row's [`OptKind`], defaults
+//! are parsed by the same code as user input, and the typed [`JobSpec`] is
+//! extracted at the end. Unknown options, malformed values and out-of-range
+//! values are errors that name the option and where it was given; nothing is
+//! silently ignored, and no input makes the parser panic.
+//!
+//! Sizes follow fio's default `kb_base=1024`: `k`/`K`/`KB` mean 1024 and, as
+//! fio documents for that default, the IEC-looking `Ki`/`KiB` mean 1000
+//! (fio keeps the prefixes "opposite" to the standards for old scripts).
+//! `%` and the `z` (zones) suffix are kept symbolic in [`SizeSpec`] and
+//! resolved later against a device.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::time::Duration;
+
+use thiserror::Error;
+
+// ---------------------------------------------------------------------------
+// Option table
+// ---------------------------------------------------------------------------
+
+/// What values an option accepts.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum OptKind {
+    /// Free text.
+    Str,
+    /// One of a fixed set of words.
+    Enum(&'static [&'static str]),
+    /// Block size: bytes with k/m/g/t suffixes, a positive multiple of 512.
+    BlockSize,
+    /// A size: bytes with suffixes, a percentage of the device (`50%`) or a
+    /// number of zones (`8z`).
+    Size,
+    /// Boolean: `1`/`0`, `true`/`false`, `yes`/`no`, `on`/`off`; a bare
+    /// option name means true.
+    Bool,
+    /// Integer in an inclusive range.
+    Int { min: i64, max: i64 },
+    /// Floating-point number in an inclusive range.
+    Float { min: f64, max: f64 },
+    /// Duration: a number with `us`, `ms`, `s`, `m`, `h` or `d` suffix; a
+    /// plain number is in `default_unit_us` microseconds.
+    Time { default_unit_us: u64 },
+    /// Per-direction rate `read[,write]`, each a size with suffixes (bytes/s
+    /// for `rate`, I/Os per second for `rate_iops`); an empty side means
+    /// "no limit"; a single value applies to both.
+    Rate,
+    /// Colon-separated percentiles, each in (0, 100], at most 20.
+    PercentileList,
+}
+
+impl OptKind {
+    /// What a value of this kind looks like, for error messages.
+    pub fn expected(&self) -> String {
+        match self {
+            OptKind::Str => "a string".into(),
+            OptKind::Enum(words) => format!("one of {}", words.join(", ")),
+            OptKind::BlockSize => {
+                "a block size in bytes with optional k/m/g suffix (e.g. 4k, 128k; per-direction `r,w` and ranges are not supported)".into()
+            }
+            OptKind::Size => {
+                "a size: bytes with optional k/m/g/t/p suffix, a percentage (50%) or zones (8z)"
+                    .into()
+            }
+            OptKind::Bool => "a boolean (0/1, true/false, yes/no, on/off)".into(),
+            OptKind::Int { min, max } => format!("an integer in {min}..={max}"),
+            OptKind::Float { min, max } => format!("a number in {min}..={max}"),
+            OptKind::Time { .. } => {
+                "a duration: integer with optional us/ms/s/m/h/d suffix (e.g. 30, 500ms, 2m)".into()
+            }
+            OptKind::Rate => "a rate `read[,write]`, each with optional k/m/g suffix".into(),
+            OptKind::PercentileList => {
+                "colon-separated percentiles in (0,100], at most 20 (e.g. 50:99:99.9)".into()
+            }
+        }
+    }
+}
+
+/// One row of the option table.
+#[derive(Debug, Clone, Copy)]
+pub struct OptionDef {
+    pub name: &'static str,
+    /// Other spellings fio accepts for the same option.
+    pub aliases: &'static [&'static str],
+    pub kind: OptKind,
+    /// Default, written as a user would write it; `None` = unset.
+    pub default: Option<&'static str>,
+    pub help: &'static str,
+    /// A znskit extension (not a stock fio option).
+    pub extension: bool,
+}
+
+const SECS: u64 = 1_000_000;
+
+const fn opt(
+    name: &'static str,
+    kind: OptKind,
+    default: Option<&'static str>,
+    help: &'static str,
+) -> OptionDef {
+    OptionDef {
+        name,
+        aliases: &[],
+        kind,
+        default,
+        help,
+        extension: false,
+    }
+}
+
+const fn ext(
+    name: &'static str,
+    kind: OptKind,
+    default: Option<&'static str>,
+    help: &'static str,
+) -> OptionDef {
+    OptionDef {
+        name,
+        aliases: &[],
+        kind,
+        default,
+        help,
+        extension: true,
+    }
+}
+
+const fn aliased(mut d: OptionDef, aliases: &'static [&'static str]) -> OptionDef {
+    d.aliases = aliases;
+    d
+}
+
+const U32_MAX: i64 = u32::MAX as i64;
+
+/// Default clat percentiles, as fio prints them.
+pub const DEFAULT_PERCENTILES: &str = "1:5:10:20:30:40:50:60:70:80:90:95:99:99.5:99.9:99.95:99.99";
+
+/// Every option znskit accepts. Anything else is an error.
+pub static OPTIONS: &[OptionDef] = &[
+    opt("name", OptKind::Str, None,
+        "Job name. On the command line each --name starts a new job; in a job file the section name is used unless the section sets name."),
+    opt("filename", OptKind::Str, None,
+        "Target device: a znskit device profile name (e.g. zn540) or a device image path."),
+    aliased(opt("rw", OptKind::Enum(&["read", "write", "randread", "randwrite", "rw", "readwrite", "randrw"]), Some("read"),
+        "I/O pattern: read, write, randread, randwrite, rw/readwrite (sequential mixed), randrw (random mixed)."), &["readwrite"]),
+    opt("rwmixread", OptKind::Int { min: 0, max: 100 }, Some("50"),
+        "Percentage of a mixed workload that is reads."),
+    opt("rwmixwrite", OptKind::Int { min: 0, max: 100 }, Some("50"),
+        "Percentage of a mixed workload that is writes."),
+    aliased(opt("bs", OptKind::BlockSize, Some("4k"),
+        "Block size of each I/O (multiple of 512 bytes)."), &["blocksize"]),
+    opt("iodepth", OptKind::Int { min: 1, max: 65535 }, Some("1"),
+        "Number of I/Os kept in flight (async engines: libaio, io_uring; psync/sync/pvsync issue one at a time)."),
+    opt("numjobs", OptKind::Int { min: 1, max: 4096 }, Some("1"),
+        "Number of clones of this job."),
+    opt("size", OptKind::Size, None,
+        "Bytes of I/O per job (bytes, % of the device, or zones with the z suffix); unset = from offset to the end of the device."),
+    opt("offset", OptKind::Size, Some("0"),
+        "Start of the job's I/O range (bytes, %, or zones)."),
+    opt("offset_increment", OptKind::Size, Some("0"),
+        "Added to offset for each numjobs clone: clone n starts at offset + n * offset_increment."),
+    opt("zonemode", OptKind::Enum(&["none", "zbd"]), Some("none"),
+        "none: ignore zones; zbd: honour zoned block device rules (sequential writes, open-zone limits, zone resets)."),
+    opt("max_open_zones", OptKind::Int { min: 0, max: U32_MAX }, Some("0"),
+        "Maximum zones open for writing across all jobs (0 = device limit)."),
+    opt("job_max_open_zones", OptKind::Int { min: 0, max: U32_MAX }, Some("0"),
+        "Maximum zones open for writing by one job (0 = no per-job limit)."),
+    opt("zone_reset_threshold", OptKind::Float { min: 0.0, max: 1.0 }, Some("0"),
+        "Fraction of the I/O range written above which zones are reset as zone_reset_frequency says."),
+    opt("zone_reset_frequency", OptKind::Float { min: 0.0, max: 1.0 }, Some("0"),
+        "Once over zone_reset_threshold, reset a zone every 1/zone_reset_frequency writes (0 = never)."),
+    opt("ioengine", OptKind::Enum(&["psync", "sync", "libaio", "io_uring", "pvsync"]), Some("psync"),
+        "I/O engine: psync/sync/pvsync = one synchronous I/O per job; libaio/io_uring = iodepth I/Os outstanding."),
+    opt("direct", OptKind::Bool, Some("0"),
+        "Use non-buffered (O_DIRECT) I/O; required for writes with zonemode=zbd."),
+    opt("time_based", OptKind::Bool, Some("0"),
+        "Run for runtime even when size is done, wrapping around the I/O range."),
+    aliased(opt("runtime", OptKind::Time { default_unit_us: SECS }, None,
+        "Limit the run to this long (plain number = seconds)."), &["timeout"]),
+    opt("ramp_time", OptKind::Time { default_unit_us: SECS }, Some("0"),
+        "Run this long before starting to log statistics (plain number = seconds)."),
+    opt("flow", OptKind::Int { min: -1_000_000, max: 1_000_000 }, Some("0"),
+        "Flow-control weight: jobs with non-zero flow are throttled so their I/O counts keep the ratio of their weights (sign marks the side)."),
+    opt("rate", OptKind::Rate, None,
+        "Bandwidth cap in bytes/s, read[,write] (e.g. 100m, ,50m)."),
+    opt("rate_iops", OptKind::Rate, None,
+        "IOPS cap, read[,write]."),
+    opt("group_reporting", OptKind::Bool, Some("0"),
+        "Report the jobs of a group (numjobs clones, stonewall groups) together."),
+    opt("percentile_list", OptKind::PercentileList, Some(DEFAULT_PERCENTILES),
+        "Completion/total latency percentiles to report."),
+    opt("lat_percentiles", OptKind::Bool, Some("0"),
+        "Report percentiles of total latency (submission + completion)."),
+    opt("clat_percentiles", OptKind::Bool, Some("1"),
+        "Report percentiles of completion latency."),
+    opt("randrepeat", OptKind::Bool, Some("1"),
+        "Seed the random generators predictably so runs repeat."),
+    opt("randseed", OptKind::Int { min: 0, max: i64::MAX }, None,
+        "Seed for the random generators (unset = znskit's fixed default seed)."),
+    opt("norandommap", OptKind::Bool, Some("0"),
+        "Random I/O need not cover every block exactly once."),
+    aliased(opt("stonewall", OptKind::Bool, Some("0"),
+        "Wait for all earlier jobs to finish before starting; starts a new reporting group."), &["wait_for_previous"]),
+    opt("thread", OptKind::Bool, Some("0"),
+        "Accepted for compatibility (fio threads vs processes); no effect in znskit."),
+    ext("zone_append", OptKind::Bool, Some("0"),
+        "znskit extension (also the name used by fio's SPDK/xNVMe plugins): issue writes as NVMe Zone Append commands; the device picks the LBA, so iodepth>1 may target one zone."),
+    ext("host_stack", OptKind::Enum(&["spdk", "io-uring-none", "io-uring-mq-deadline"]), None,
+        "znskit extension: host I/O path to model: spdk (user-space polled), io-uring-none (kernel, none scheduler), io-uring-mq-deadline (kernel, mq-deadline serializes writes per zone). Unset = derived from ioengine."),
+    ext("zone_op", OptKind::Enum(&["reset", "finish", "open", "close"]), None,
+        "znskit extension: instead of data I/O, issue timed zone management commands (reset, finish, open, close) on the zones of the job's range; latencies are reported like I/O."),
+    ext("precondition", OptKind::Enum(&["none", "fill", "cold"]), Some("none"),
+        "znskit extension: device state before the job: none (as is), fill (write the job's range full first), cold (fill and age the data so it reads as cold)."),
+];
+
+/// Look an option up by name or alias (exact, case-sensitive like fio).
+pub fn find_option(name: &str) -> Option<&'static OptionDef> {
+    OPTIONS
+        .iter()
+        .find(|d| d.name == name || d.aliases.contains(&name))
+}
+
+fn levenshtein(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// The known option name closest to `name`, if any is reasonably close.
+pub fn suggest_option(name: &str) -> Option<&'static str> {
+    if name.len() > 64 {
+        return None; // no option is that long; keep the edit distance cheap
+    }
+    let lower = name.to_ascii_lowercase();
+    let mut best: Option<(usize, &'static str)> = None;
+    for d in OPTIONS {
+        for cand in std::iter::once(&d.name).chain(d.aliases.iter()) {
+            let dist = levenshtein(&lower, cand);
+            if best.map_or(true, |(b, _)| dist < b) {
+                best = Some((dist, d.name));
+            }
+        }
+    }
+    let limit = (name.chars().count() / 3).max(2);
+    best.filter(|(d, _)| *d <= limit).map(|(_, n)| n)
+}
+
+// ---------------------------------------------------------------------------
+// Values
+// ---------------------------------------------------------------------------
+
+/// A size as written: resolved against a device later.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum SizeSpec {
+    Bytes(u64),
+    /// Percent of the device capacity, in (0, 100].
+    Percent(f64),
+    /// A number of zones (`8z`).
+    Zones(u64),
+}
+
+impl SizeSpec {
+    /// Bytes on a device of `capacity` bytes with zones of `zone_size`
+    /// bytes. Percentages round down to a multiple of `align` (use the block
+    /// size, or 1). Saturates instead of overflowing.
+    pub fn resolve(&self, capacity: u64, zone_size: u64, align: u64) -> u64 {
+        match *self {
+            SizeSpec::Bytes(b) => b,
+            SizeSpec::Zones(z) => z.saturating_mul(zone_size),
+            SizeSpec::Percent(p) => {
+                let raw = (capacity as f64 * p / 100.0) as u64;
+                let align = align.max(1);
+                raw - raw % align
+            }
+        }
+    }
+}
+
+impl fmt::Display for SizeSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SizeSpec::Bytes(b) => write!(f, "{b}"),
+            SizeSpec::Percent(p) => write!(f, "{p}%"),
+            SizeSpec::Zones(z) => write!(f, "{z}z"),
+        }
+    }
+}
+
+/// Per-direction limit; `None` = unlimited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RateSpec {
+    pub read: Option<u64>,
+    pub write: Option<u64>,
+}
+
+/// A parsed option value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Str(String),
+    /// The canonical word from the option's [`OptKind::Enum`] list.
+    Enum(&'static str),
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Size(SizeSpec),
+    Time(Duration),
+    Rate(RateSpec),
+    List(Vec<f64>),
+}
+
+fn bytes_multiplier(suffix: &str) -> Option<u64> {
+    // kb_base=1024 (fio's default): k/kb = 1024^n; ki/kib = 1000^n.
+    let s = suffix.to_ascii_lowercase();
+    let s = s.as_str();
+    let (letter, rest) = match s.chars().next() {
+        None => return Some(1),
+        Some(c) => (c, &s[c.len_utf8()..]),
+    };
+    if letter == 'b' && rest.is_empty() {
+        return Some(1);
+    }
+    let pow = match letter {
+        'k' => 1,
+        'm' => 2,
+        'g' => 3,
+        't' => 4,
+        'p' => 5,
+        _ => return None,
+    };
+    let base: u64 = match rest {
+        "" | "b" => 1024,
+        "i" | "ib" => 1000,
+        _ => return None,
+    };
+    base.checked_pow(pow)
+}
+
+fn split_number(s: &str) -> (&str, &str) {
+    let end = s
+        .char_indices()
+        .find(|(_, c)| !c.is_ascii_digit())
+        .map_or(s.len(), |(i, _)| i);
+    s.split_at(end)
+}
+
+/// Parse bytes with an optional k/m/g/t/p suffix (kb_base=1024) or a `0x`
+/// hex number.
+pub fn parse_bytes(s: &str) -> Option<u64> {
+    let s = s.trim();
+    if let Some(hex) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        return u64::from_str_radix(hex, 16).ok();
+    }
+    let (num, suffix) = split_number(s);
+    if num.is_empty() {
+        return None;
+    }
+    let n: u64 = num.parse().ok()?;
+    n.checked_mul(bytes_multiplier(suffix.trim())?)
+}
+
+/// Parse a size: bytes, `N%` or `Nz`.
+pub fn parse_size(s: &str) -> Option<SizeSpec> {
+    let s = s.trim();
+    if let Some(p) = s.strip_suffix('%') {
+        let p: f64 = p.trim().parse().ok()?;
+        return (p.is_finite() && p > 0.0 && p <= 100.0).then_some(SizeSpec::Percent(p));
+    }
+    if let Some(z) = s.strip_suffix('z').or_else(|| s.strip_suffix('Z')) {
+        let z = z.trim();
+        if !z.is_empty() && z.chars().all(|c| c.is_ascii_digit()) {
+            return z.parse().ok().map(SizeSpec::Zones);
+        }
+        return None;
+    }
+    parse_bytes(s).map(SizeSpec::Bytes)
+}
+
+/// Parse a duration; a plain number is in `default_unit_us` microseconds.
+pub fn parse_time(s: &str, default_unit_us: u64) -> Option<Duration> {
+    let s = s.trim();
+    let (num, suffix) = split_number(s);
+    if num.is_empty() {
+        return None;
+    }
+    let n: u64 = num.parse().ok()?;
+    let unit_us: u64 = match suffix.trim().to_ascii_lowercase().as_str() {
+        "" => default_unit_us,
+        "us" | "usec" => 1,
+        "ms" | "msec" => 1_000,
+        "s" | "sec" => SECS,
+        "m" | "min" => 60 * SECS,
+        "h" => 3600 * SECS,
+        "d" => 86_400 * SECS,
+        _ => return None,
+    };
+    n.checked_mul(unit_us).map(Duration::from_micros)
+}
+
+fn parse_bool(s: &str) -> Option<bool> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Some(true),
+        "0" | "false" | "no" | "off" => Some(false),
+        _ => None,
+    }
+}
+
+/// Why a value was rejected: malformed, or well-formed but out of range.
+enum Reject {
+    Bad,
+    Range(String),
+}
+
+fn parse_value(def: &OptionDef, raw: Option<&str>) -> Result<Value, Reject> {
+    let s = match raw {
+        None if def.kind == OptKind::Bool => return Ok(Value::Bool(true)),
+        None => return Err(Reject::Bad),
+        Some(s) => s.trim(),
+    };
+    match def.kind {
+        OptKind::Str => {
+            if s.is_empty() {
+                Err(Reject::Bad)
+            } else {
+                Ok(Value::Str(s.to_string()))
+            }
+        }
+        OptKind::Enum(words) => words
+            .iter()
+            .find(|w| **w == s)
+            .map(|w| Value::Enum(w))
+            .ok_or(Reject::Bad),
+        OptKind::Bool => parse_bool(s).map(Value::Bool).ok_or(Reject::Bad),
+        OptKind::BlockSize => {
+            if s.contains(',') || s.contains('-') || s.contains(':') {
+                // per-direction and ranged block sizes are not supported yet
+                return Err(Reject::Bad);
+            }
+            let b = parse_bytes(s).ok_or(Reject::Bad)?;
+            if b == 0 || b % 512 != 0 {
+                return Err(Reject::Range(format!(
+                    "block size {b} bytes is not a positive multiple of 512"
+                )));
+            }
+            Ok(Value::Size(SizeSpec::Bytes(b)))
+        }
+        OptKind::Size => {
+            if let Some(p) = s.strip_suffix('%') {
+                if let Ok(p) = p.trim().parse::<f64>() {
+                    if !(p.is_finite() && p > 0.0 && p <= 100.0) {
+                        return Err(Reject::Range(format!("percentage {p} is not in (0, 100]")));
+                    }
+                }
+            }
+            parse_size(s).map(Value::Size).ok_or(Reject::Bad)
+        }
+        OptKind::Int { min, max } => {
+            let n: i64 = s.parse().map_err(|_| Reject::Bad)?;
+            if n < min || n > max {
+                return Err(Reject::Range(format!("{n} is not in {min}..={max}")));
+            }
+            Ok(Value::Int(n))
+        }
+        OptKind::Float { min, max } => {
+            let x: f64 = s.parse().map_err(|_| Reject::Bad)?;
+            if !x.is_finite() {
+                return Err(Reject::Bad);
+            }
+            if x < min || x > max {
+                return Err(Reject::Range(format!("{x} is not in {min}..={max}")));
+            }
+            Ok(Value::Float(x))
+        }
+        OptKind::Time { default_unit_us } => parse_time(s, default_unit_us)
+            .map(Value::Time)
+            .ok_or(Reject::Bad),
+        OptKind::Rate => {
+            let mut parts = s.split(',');
+            let side = |p: Option<&str>| -> Result<Option<u64>, Reject> {
+                match p.map(str::trim) {
+                    None | Some("") => Ok(None),
+                    Some(p) => parse_bytes(p).map(Some).ok_or(Reject::Bad),
+                }
+            };
+            let first = parts.next();
+            let second = parts.next();
+            if parts.next().is_some() {
+                return Err(Reject::Bad);
+            }
+            let read = side(first)?;
+            let rate = match second {
+                None => RateSpec { read, write: read },
+                Some(_) => RateSpec {
+                    read,
+                    write: side(second)?,
+                },
+            };
+            if rate.read.is_none() && rate.write.is_none() {
+                return Err(Reject::Bad);
+            }
+            Ok(Value::Rate(rate))
+        }
+        OptKind::PercentileList => {
+            let mut out = Vec::new();
+            for p in s.split(':') {
+                let x: f64 = p.trim().parse().map_err(|_| Reject::Bad)?;
+                if !(x.is_finite() && x > 0.0 && x <= 100.0) {
+                    return Err(Reject::Range(format!("percentile {x} is not in (0, 100]")));
+                }
+                out.push(x);
+            }
+            if out.len() > 20 {
+                return Err(Reject::Range(format!(
+                    "{} percentiles given, at most 20 allowed",
+                    out.len()
+                )));
+            }
+            Ok(Value::List(out))
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Errors
+// ---------------------------------------------------------------------------
+
+/// Where an option came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    /// Line of a job file (1-based).
+    Line { file: String, line: usize },
+    /// Command-line argument (0-based index among the parsed args).
+    Arg { index: usize, arg: String },
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Location::Line { file, line } => write!(f, "{file}:{line}"),
+            Location::Arg { index, arg } => write!(f, "argument {index} `{arg}`"),
+        }
+    }
+}
+
+fn did_you_mean(s: &Option<&'static str>) -> String {
+    match s {
+        Some(n) => format!(" (did you mean `{n}`?)"),
+        None => String::new(),
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum JobError {
+    #[error("{at}: unknown option `{option}`{}", did_you_mean(.suggestion))]
+    UnknownOption {
+        at: Location,
+        option: String,
+        suggestion: Option<&'static str>,
+    },
+    #[error("{at}: bad value `{value}` for option `{option}`: expected {expected}")]
+    BadValue {
+        at: Location,
+        option: String,
+        value: String,
+        expected: String,
+    },
+    #[error("{at}: value `{value}` out of range for option `{option}`: {reason}")]
+    OutOfRange {
+        at: Location,
+        option: String,
+        value: String,
+        reason: String,
+    },
+    #[error("{at}: duplicate job section `{section}`")]
+    DuplicateSection { at: Location, section: String },
+    #[error("{at}: option `{option}` appears before any [section]")]
+    OutsideSection { at: Location, option: String },
+    #[error("{at}: cannot parse `{text}`: {reason}")]
+    Syntax {
+        at: Location,
+        text: String,
+        reason: String,
+    },
+    #[error("{at}: job `{job}`: {reason}")]
+    Conflict {
+        at: Location,
+        job: String,
+        reason: String,
+    },
+    #[error("no jobs defined{}", .0.as_ref().map(|f| format!(" in {f}")).unwrap_or_default())]
+    NoJobs(Option<String>),
+}
+
+// ---------------------------------------------------------------------------
+// Typed job
+// ---------------------------------------------------------------------------
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rw {
+    Read,
+    Write,
+    RandRead,
+    RandWrite,
+    /// `rw` / `readwrite`: sequential mixed.
+    ReadWrite,
+    RandRw,
+}
+
+impl Rw {
+    pub fn has_reads(self) -> bool {
+        !matches!(self, Rw::Write | Rw::RandWrite)
+    }
+    pub fn has_writes(self) -> bool {
+        !matches!(self, Rw::Read | Rw::RandRead)
+    }
+    pub fn is_random(self) -> bool {
+        matches!(self, Rw::RandRead | Rw::RandWrite | Rw::RandRw)
+    }
+    /// fio's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Rw::Read => "read",
+            Rw::Write => "write",
+            Rw::RandRead => "randread",
+            Rw::RandWrite => "randwrite",
+            Rw::ReadWrite => "rw",
+            Rw::RandRw => "randrw",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ZoneMode {
+    None,
+    Zbd,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IoEngine {
+    Psync,
+    Sync,
+    Libaio,
+    IoUring,
+    Pvsync,
+}
+
+impl IoEngine {
+    /// Keeps `iodepth` I/Os outstanding (otherwise one at a time).
+    pub fn is_async(self) -> bool {
+        matches!(self, IoEngine::Libaio | IoEngine::IoUring)
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IoEngine::Psync => "psync",
+            IoEngine::Sync => "sync",
+            IoEngine::Libaio => "libaio",
+            IoEngine::IoUring => "io_uring",
+            IoEngine::Pvsync => "pvsync",
+        }
+    }
+}
+
+/// znskit extension `host_stack`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostStack {
+    Spdk,
+    IoUringNone,
+    IoUringMqDeadline,
+}
+
+/// znskit extension `zone_op`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ZoneOp {
+    Reset,
+    Finish,
+    Open,
+    Close,
+}
+
+/// znskit extension `precondition`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Precondition {
+    None,
+    Fill,
+    Cold,
+}
+
+/// One fully resolved job (`[global]` + its section, or the command-line
+/// global options + its `--name` group). `numjobs` clones are not expanded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobSpec {
+    pub name: String,
+    /// Reporting group: 0, incremented at each job with `stonewall`.
+    pub group: u32,
+    pub filename: Option<String>,
+    pub rw: Rw,
+    /// Read share of mixed workloads, 0..=100 (from rwmixread or
+    /// 100 - rwmixwrite).
+    pub rwmixread: u8,
+    pub bs: u64,
+    pub iodepth: u32,
+    pub numjobs: u32,
+    pub size: Option<SizeSpec>,
+    pub offset: SizeSpec,
+    pub offset_increment: SizeSpec,
+    pub zonemode: ZoneMode,
+    pub max_open_zones: u32,
+    pub job_max_open_zones: u32,
+    pub zone_reset_threshold: f64,
+    pub zone_reset_frequency: f64,
+    pub ioengine: IoEngine,
+    pub direct: bool,
+    pub time_based: bool,
+    pub runtime: Option<Duration>,
+    pub ramp_time: Duration,
+    pub flow: i32,
+    pub rate: Option<RateSpec>,
+    pub rate_iops: Option<RateSpec>,
+    pub group_reporting: bool,
+    pub percentile_list: Vec<f64>,
+    pub lat_percentiles: bool,
+    pub clat_percentiles: bool,
+    pub randrepeat: bool,
+    pub randseed: Option<u64>,
+    pub norandommap: bool,
+    pub stonewall: bool,
+    pub thread: bool,
+    pub zone_append: bool,
+    pub host_stack: Option<HostStack>,
+    pub zone_op: Option<ZoneOp>,
+    pub precondition: Precondition,
+}
+
+impl JobSpec {
+    /// I/Os this job keeps in flight: iodepth for async engines, else 1.
+    pub fn effective_iodepth(&self) -> u32 {
+        if self.ioengine.is_async() {
+            self.iodepth
+        } else {
+            1
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Parsing
+// ---------------------------------------------------------------------------
+
+/// Options of one job (or of the running global set), keyed by canonical
+/// option name.
+#[derive(Debug, Clone, Default)]
+struct OptSet {
+    values: HashMap<&'static str, Value>,
+    /// `name=` was given in this job's own section (not inherited).
+    name_set_locally: bool,
+}
+
+impl OptSet {
+    fn set(&mut self, name: &str, raw: Option<&str>, at: &Location) -> Result<(), JobError> {
+        let name = name.trim();
+        let def = find_option(name).ok_or_else(|| JobError::UnknownOption {
+            at: at.clone(),
+            option: name.to_string(),
+            suggestion: suggest_option(name),
+        })?;
+        let v = parse_value(def, raw).map_err(|r| match r {
+            Reject::Bad => JobError::BadValue {
+                at: at.clone(),
+                option: def.name.to_string(),
+                value: raw.unwrap_or("").trim().to_string(),
+                expected: def.kind.expected(),
+            },
+            Reject::Range(reason) => JobError::OutOfRange {
+                at: at.clone(),
+                option: def.name.to_string(),
+                value: raw.unwrap_or("").trim().to_string(),
+                reason,
+            },
+        })?;
+        if def.name == "name" {
+            self.name_set_locally = true;
+        }
+        self.values.insert(def.name, v);
+        Ok(())
+    }
+}
+
+struct Section {
+    name: String,
+    at: Location,
+    opts: OptSet,
+}
+
+/// Collects sections in order, applying each `[global]` to later jobs only.
+#[derive(Default)]
+struct Builder {
+    global: OptSet,
+    jobs: Vec<Section>,
+    in_global: bool,
+}
+
+impl Builder {
+    fn start_job(&mut self, name: &str, at: Location) -> Result<(), JobError> {
+        if self.jobs.iter().any(|j| j.name == name) {
+            return Err(JobError::DuplicateSection {
+                at,
+                section: name.to_string(),
+            });
+        }
+        self.in_global = false;
+        let mut opts = self.global.clone();
+        opts.name_set_locally = false;
+        self.jobs.push(Section {
+            name: name.to_string(),
+            at,
+            opts,
+        });
+        Ok(())
+    }
+
+    fn current(&mut self) -> Option<&mut OptSet> {
+        if self.in_global {
+            Some(&mut self.global)
+        } else {
+            self.jobs.last_mut().map(|j| &mut j.opts)
+        }
+    }
+
+    fn finish(self, file: Option<&str>) -> Result<Vec<JobSpec>, JobError> {
+        if self.jobs.is_empty() {
+            return Err(JobError::NoJobs(file.map(str::to_string)));
+        }
+        let mut out = Vec::with_capacity(self.jobs.len());
+        let mut group = 0u32;
+        for (i, s) in self.jobs.into_iter().enumerate() {
+            let spec = resolve(&s, group)?;
+            if spec.stonewall && i > 0 {
+                group = group.saturating_add(1);
+            }
+            let spec = JobSpec { group, ..spec };
+            out.push(spec);
+        }
+        Ok(out)
+    }
+}
+
+/// Parse an INI fio job file. `file` is used in error messages.
+pub fn parse_job_file(text: &str, file: &str) -> Result<Vec<JobSpec>, JobError> {
+    parse_job_file_with_args(text, file, &[] as &[&str])
+}
+
+/// Parse an INI fio job file with command-line job options given before it
+/// (`fio --filename=/dev/nvme0n2 job.fio`): those `--option=value`
+/// arguments act as an initial `[global]` section, so the file's own
+/// `[global]` and job sections override them.
+pub fn parse_job_file_with_args<S: AsRef<str>>(
+    text: &str,
+    file: &str,
+    cli_globals: &[S],
+) -> Result<Vec<JobSpec>, JobError> {
+    let mut b = Builder::default();
+    for (index, arg) in cli_globals.iter().enumerate() {
+        let arg = arg.as_ref();
+        let at = Location::Arg {
+            index,
+            arg: arg.to_string(),
+        };
+        let (key, value) = split_arg(arg, &at)?;
+        if key == "name" {
+            return Err(JobError::Syntax {
+                at,
+                text: arg.to_string(),
+                reason: "--name cannot be combined with a job file".into(),
+            });
+        }
+        b.global.set(key, value, &at)?;
+    }
+    let mut have_section = false;
+    for (idx, raw_line) in text.lines().enumerate() {
+        let at = Location::Line {
+            file: file.to_string(),
+            line: idx + 1,
+        };
+        let line = raw_line.trim();
+        if line.is_empty() || line.starts_with(';') || line.starts_with('#') {
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix('[') {
+            let Some(name) = rest.strip_suffix(']') else {
+                return Err(JobError::Syntax {
+                    at,
+                    text: line.to_string(),
+                    reason: "section header is missing `]`".into(),
+                });
+            };
+            let name = name.trim();
+            if name.is_empty() {
+                return Err(JobError::Syntax {
+                    at,
+                    text: line.to_string(),
+                    reason: "empty section name".into(),
+                });
+            }
+            have_section = true;
+            if name == "global" {
+                b.in_global = true;
+            } else {
+                b.start_job(name, at)?;
+            }
+            continue;
+        }
+        // strip a trailing comment introduced by whitespace + ; or #
+        let line = strip_trailing_comment(line);
+        let (key, value) = match line.split_once('=') {
+            Some((k, v)) => (k.trim(), Some(v.trim())),
+            None => (line.trim(), None),
+        };
+        if key.is_empty() {
+            return Err(JobError::Syntax {
+                at,
+                text: line.to_string(),
+                reason: "missing option name before `=`".into(),
+            });
+        }
+        if !have_section {
+            return Err(JobError::OutsideSection {
+                at,
+                option: key.to_string(),
+            });
+        }
+        match b.current() {
+            Some(set) => set.set(key, value, &at)?,
+            None => {
+                return Err(JobError::OutsideSection {
+                    at,
+                    option: key.to_string(),
+                })
+            }
+        }
+    }
+    b.finish(Some(file))
+}
+
+fn strip_trailing_comment(line: &str) -> &str {
+    let bytes = line.as_bytes();
+    for (i, &c) in bytes.iter().enumerate() {
+        if (c == b';' || c == b'#') && i > 0 && bytes[i - 1].is_ascii_whitespace() {
+            return line[..i].trim_end();
+        }
+    }
+    line
+}
+
+/// Parse fio-style command-line job options (`--name=a --rw=write …`). Each
+/// `--name` starts a new job; options before the first `--name` are global.
+/// Only job options are accepted here (the caller handles `--output-format`
+/// and job-file paths).
+pub fn parse_args<I, S>(args: I) -> Result<Vec<JobSpec>, JobError>
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<str>,
+{
+    let mut b = Builder {
+        in_global: true,
+        ..Builder::default()
+    };
+    for (index, arg) in args.into_iter().enumerate() {
+        let arg = arg.as_ref();
+        let at = Location::Arg {
+            index,
+            arg: arg.to_string(),
+        };
+        let (key, value) = split_arg(arg, &at)?;
+        if key == "name" {
+            let name = value.map(str::trim).unwrap_or("");
+            if name.is_empty() {
+                return Err(JobError::BadValue {
+                    at,
+                    option: "name".into(),
+                    value: String::new(),
+                    expected: OptKind::Str.expected(),
+                });
+            }
+            b.start_job(name, at)?;
+            continue;
+        }
+        match b.current() {
+            Some(set) => set.set(key, value, &at)?,
+            None => {
+                return Err(JobError::OutsideSection {
+                    at,
+                    option: key.to_string(),
+                })
+            }
+        }
+    }
+    b.finish(None)
+}
+
+/// Split `--key[=value]`.
+fn split_arg<'a>(arg: &'a str, at: &Location) -> Result<(&'a str, Option<&'a str>), JobError> {
+    let syntax = |reason: &str| JobError::Syntax {
+        at: at.clone(),
+        text: arg.to_string(),
+        reason: reason.into(),
+    };
+    let body = arg
+        .strip_prefix("--")
+        .ok_or_else(|| syntax("expected `--option=value`"))?;
+    let (key, value) = match body.split_once('=') {
+        Some((k, v)) => (k.trim(), Some(v)),
+        None => (body.trim(), None),
+    };
+    if key.is_empty() {
+        return Err(syntax("missing option name"));
+    }
+    Ok((key, value))
+}
+
+/// One line per option (like `fio --cmdhelp`): name, aliases, default,
+/// expected values, help; znskit extensions are marked.
+pub fn option_help() -> String {
+    let mut out = String::new();
+    for d in OPTIONS {
+        let mut head = d.name.to_string();
+        if !d.aliases.is_empty() {
+            head.push_str(&format!(" (alias {})", d.aliases.join(", ")));
+        }
+        if d.extension {
+            head.push_str(" [znskit]");
+        }
+        let default = d
+            .default
+            .map(|v| format!(" Default: {v}."))
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "{head:<36} {} Takes {}.{default}\n",
+            d.help,
+            d.kind.expected()
+        ));
+    }
+    out
+}
+
+fn resolve(s: &Section, group: u32) -> Result<JobSpec, JobError> {
+    // defaults from the table, then the job's values
+    let mut v: HashMap<&'static str, Value> = HashMap::new();
+    for d in OPTIONS {
+        if let Some(def) = d.default {
+            if let Ok(x) = parse_value(d, Some(def)) {
+                v.insert(d.name, x);
+            }
+        }
+    }
+    for (k, x) in &s.opts.values {
+        v.insert(k, x.clone());
+    }
+    let g = |k: &str| v.get(k);
+    let b = |k: &str| matches!(g(k), Some(Value::Bool(true)));
+    let int = |k: &str, dflt: i64| match g(k) {
+        Some(Value::Int(n)) => *n,
+        _ => dflt,
+    };
+    let float = |k: &str| match g(k) {
+        Some(Value::Float(x)) => *x,
+        _ => 0.0,
+    };
+    let word = |k: &str| match g(k) {
+        Some(Value::Enum(w)) => Some(*w),
+        _ => None,
+    };
+    let size = |k: &str| match g(k) {
+        Some(Value::Size(sz)) => Some(*sz),
+        _ => None,
+    };
+    let time = |k: &str| match g(k) {
+        Some(Value::Time(t)) => Some(*t),
+        _ => None,
+    };
+    let rate = |k: &str| match g(k) {
+        Some(Value::Rate(r)) => Some(*r),
+        _ => None,
+    };
+    let conflict = |reason: String| JobError::Conflict {
+        at: s.at.clone(),
+        job: s.name.clone(),
+        reason,
+    };
+
+    let name = match s.opts.values.get("name") {
+        // a `name=` inside the job's own section overrides the section name;
+        // one inherited from [global] does not (fio prints section names)
+        Some(Value::Str(n)) if !global_name_only(s) => n.clone(),
+        _ => s.name.clone(),
+    };
+
+    let rw = match word("rw") {
+        Some("write") => Rw::Write,
+        Some("randread") => Rw::RandRead,
+        Some("randwrite") => Rw::RandWrite,
+        Some("rw") | Some("readwrite") => Rw::ReadWrite,
+        Some("randrw") => Rw::RandRw,
+        _ => Rw::Read,
+    };
+    let has_r = s.opts.values.contains_key("rwmixread");
+    let has_w = s.opts.values.contains_key("rwmixwrite");
+    let mixr = int("rwmixread", 50);
+    let mixw = int("rwmixwrite", 50);
+    let rwmixread = match (has_r, has_w) {
+        (true, true) if mixr + mixw != 100 => {
+            return Err(conflict(format!(
+                "rwmixread={mixr} and rwmixwrite={mixw} do not add up to 100"
+            )))
+        }
+        (false, true) => 100 - mixw,
+        _ => mixr,
+    };
+    let zonemode = match word("zonemode") {
+        Some("zbd") => ZoneMode::Zbd,
+        _ => ZoneMode::None,
+    };
+    let ioengine = match word("ioengine") {
+        Some("sync") => IoEngine::Sync,
+        Some("libaio") => IoEngine::Libaio,
+        Some("io_uring") => IoEngine::IoUring,
+        Some("pvsync") => IoEngine::Pvsync,
+        _ => IoEngine::Psync,
+    };
+    let direct = b("direct");
+    if zonemode == ZoneMode::Zbd && rw.has_writes() && !direct && word("zone_op").is_none() {
+        return Err(conflict(
+            "zonemode=zbd with writes requires direct=1 (buffered writes cannot keep zone write order)"
+                .into(),
+        ));
+    }
+    let bs = match size("bs") {
+        Some(SizeSpec::Bytes(n)) => n,
+        _ => 4096,
+    };
+    let spec = JobSpec {
+        name,
+        group,
+        filename: match g("filename") {
+            Some(Value::Str(f)) => Some(f.clone()),
+            _ => None,
+        },
+        rw,
+        rwmixread: rwmixread.clamp(0, 100) as u8,
+        bs,
+        iodepth: int("iodepth", 1).clamp(1, u32::MAX as i64) as u32,
+        numjobs: int("numjobs", 1).clamp(1, u32::MAX as i64) as u32,
+        size: size("size"),
+        offset: size("offset").unwrap_or(SizeSpec::Bytes(0)),
+        offset_increment: size("offset_increment").unwrap_or(SizeSpec::Bytes(0)),
+        zonemode,
+        max_open_zones: int("max_open_zones", 0).clamp(0, U32_MAX) as u32,
+        job_max_open_zones: int("job_max_open_zones", 0).clamp(0, U32_MAX) as u32,
+        zone_reset_threshold: float("zone_reset_threshold"),
+        zone_reset_frequency: float("zone_reset_frequency"),
+        ioengine,
+        direct,
+        time_based: b("time_based"),
+        runtime: time("runtime"),
+        ramp_time: time("ramp_time").unwrap_or_default(),
+        flow: int("flow", 0).clamp(i32::MIN as i64, i32::MAX as i64) as i32,
+        rate: rate("rate"),
+        rate_iops: rate("rate_iops"),
+        group_reporting: b("group_reporting"),
+        percentile_list: match g("percentile_list") {
+            Some(Value::List(l)) => l.clone(),
+            _ => Vec::new(),
+        },
+        lat_percentiles: b("lat_percentiles"),
+        clat_percentiles: b("clat_percentiles"),
+        randrepeat: b("randrepeat"),
+        randseed: match g("randseed") {
+            Some(Value::Int(n)) => Some((*n).max(0) as u64),
+            _ => None,
+        },
+        norandommap: b("norandommap"),
+        stonewall: b("stonewall"),
+        thread: b("thread"),
+        zone_append: b("zone_append"),
+        host_stack: match word("host_stack") {
+            Some("spdk") => Some(HostStack::Spdk),
+            Some("io-uring-none") => Some(HostStack::IoUringNone),
+            Some("io-uring-mq-deadline") => Some(HostStack::IoUringMqDeadline),
+            _ => None,
+        },
+        zone_op: match word("zone_op") {
+            Some("reset") => Some(ZoneOp::Reset),
+            Some("finish") => Some(ZoneOp::Finish),
+            Some("open") => Some(ZoneOp::Open),
+            Some("close") => Some(ZoneOp::Close),
+            _ => None,
+        },
+        precondition: match word("precondition") {
+            Some("fill") => Precondition::Fill,
+            Some("cold") => Precondition::Cold,
+            _ => Precondition::None,
+        },
+    };
+    Ok(spec)
+}
+
+/// True when the job's `name` value was inherited from the global options
+/// rather than set by the job itself.
+fn global_name_only(s: &Section) -> bool {
+    !s.opts.name_set_locally
+}
