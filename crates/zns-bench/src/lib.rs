@@ -3,3 +3,4 @@
 //! `ZonedDevice`, and fio-style text and JSON output (issue 3; being built).
 
 pub mod job;
+pub mod run;
