@@ -562,11 +562,7 @@ fn zone(cmd: ZoneCommand) -> Result<ExitCode, CliError> {
         ZoneCommand::Write { target, slba, data } => {
             let dev = open_target(&rt, &target.image, target.nsid)?;
             let buf = write_buffer(&dev, &data, slba)?;
-            let flags = if data.fua {
-                IoFlags::FUA
-            } else {
-                IoFlags::NONE
-            };
+            let flags = IoFlags::with_fua(data.fua);
             timed(
                 &mut rt,
                 &target,
@@ -592,11 +588,7 @@ fn zone(cmd: ZoneCommand) -> Result<ExitCode, CliError> {
                 },
             )?;
             let buf = write_buffer(&dev, &data, zslba)?;
-            let flags = if data.fua {
-                IoFlags::FUA
-            } else {
-                IoFlags::NONE
-            };
+            let flags = IoFlags::with_fua(data.fua);
             timed(
                 &mut rt,
                 &target,

@@ -30,6 +30,11 @@ pub struct IoFlags {
 impl IoFlags {
     pub const NONE: IoFlags = IoFlags { fua: false };
     pub const FUA: IoFlags = IoFlags { fua: true };
+
+    /// Flags with Force Unit Access set or not.
+    pub const fn with_fua(fua: bool) -> IoFlags {
+        IoFlags { fua }
+    }
 }
 
 /// A zoned block device (NVMe ZNS namespace, or anything that behaves like one).

@@ -345,8 +345,7 @@ pub async fn run_trace(
             } => {
                 let buf = stamp_buffer(*nlb, lba_bytes, stamp.unwrap_or(*slba)).map_err(fail)?;
                 touched = (*slba, *nlb, false);
-                dev.write(*slba, &buf, if *fua { IoFlags::FUA } else { IoFlags::NONE })
-                    .await
+                dev.write(*slba, &buf, IoFlags::with_fua(*fua)).await
             }
             TraceCommand::Append {
                 zone,
@@ -359,10 +358,7 @@ pub async fn run_trace(
                 let s = target_slba(&dev, *zone, *slba, false).map_err(fail)?;
                 let buf = stamp_buffer(*nlb, lba_bytes, stamp.unwrap_or(s)).map_err(fail)?;
                 touched = (s, 1, false);
-                match dev
-                    .append(s, &buf, if *fua { IoFlags::FUA } else { IoFlags::NONE })
-                    .await
-                {
+                match dev.append(s, &buf, IoFlags::with_fua(*fua)).await {
                     Ok(lba) => {
                         assigned_lba = Some(lba);
                         Ok(())

@@ -502,6 +502,24 @@ impl FlashArray {
         d
     }
 
+    /// Service time of the write or append engine for one command: a base
+    /// cost, an extra for requests below one host transfer unit, and a cost
+    /// per further transfer unit.
+    fn engine_service_ns(
+        &self,
+        base_ns: u64,
+        small_extra_ns: u64,
+        per_extra_unit_ns: u64,
+        bytes: u64,
+    ) -> u64 {
+        let small = if bytes < self.profile.host_xfer_unit_bytes {
+            small_extra_ns
+        } else {
+            0
+        };
+        base_ns + small + per_extra_unit_ns.saturating_mul(self.extra_units(bytes))
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn zoned_write(
         &mut self,
@@ -514,15 +532,12 @@ impl FlashArray {
         fua: bool,
     ) -> u64 {
         let p = &self.profile;
-        let small = if bytes < p.host_xfer_unit_bytes {
-            p.write_engine_small_extra_ns
-        } else {
-            0
-        };
-        let svc = p.write_engine_ns
-            + small
-            + p.write_engine_per_extra_unit_ns
-                .saturating_mul(self.extra_units(bytes));
+        let svc = self.engine_service_ns(
+            p.write_engine_ns,
+            p.write_engine_small_extra_ns,
+            p.write_engine_per_extra_unit_ns,
+            bytes,
+        );
         let extra = if implicit_open {
             p.implicit_open_write_extra_ns
         } else {
@@ -579,15 +594,12 @@ impl FlashArray {
         fua: bool,
     ) -> u64 {
         let p = &self.profile;
-        let small = if bytes < p.host_xfer_unit_bytes {
-            p.append_engine_small_extra_ns
-        } else {
-            0
-        };
-        let svc = p.append_engine_ns
-            + small
-            + p.append_engine_per_extra_unit_ns
-                .saturating_mul(self.extra_units(bytes));
+        let svc = self.engine_service_ns(
+            p.append_engine_ns,
+            p.append_engine_small_extra_ns,
+            p.append_engine_per_extra_unit_ns,
+            bytes,
+        );
         let extra = if implicit_open {
             p.implicit_open_append_extra_ns
         } else {
