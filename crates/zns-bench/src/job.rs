@@ -53,6 +53,9 @@ pub enum OptKind {
     Rate,
     /// Colon-separated percentiles, each in (0, 100], at most 20.
     PercentileList,
+    /// Occupancy of a zone: `P%` of its capacity, a size (`4k`), or
+    /// `P%-SIZE` (e.g. `100%-4k`: all but the last 4 KiB).
+    ZoneFill,
 }
 
 impl OptKind {
@@ -77,6 +80,10 @@ impl OptKind {
             OptKind::Rate => "a rate `read[,write]`, each with optional k/m/g suffix".into(),
             OptKind::PercentileList => {
                 "colon-separated percentiles in (0,100], at most 20 (e.g. 50:99:99.9)".into()
+            }
+            OptKind::ZoneFill => {
+                "a zone occupancy: P% of the zone capacity, a size (4k, 64m), or P%-SIZE (100%-4k)"
+                    .into()
             }
         }
     }
@@ -174,8 +181,8 @@ pub static OPTIONS: &[OptionDef] = &[
         "Fraction of the I/O range written above which zones are reset as zone_reset_frequency says."),
     opt("zone_reset_frequency", OptKind::Float { min: 0.0, max: 1.0 }, Some("0"),
         "Once over zone_reset_threshold, reset a zone every 1/zone_reset_frequency writes (0 = never)."),
-    opt("ioengine", OptKind::Enum(&["psync", "sync", "libaio", "io_uring", "pvsync"]), Some("psync"),
-        "I/O engine: psync/sync/pvsync = one synchronous I/O per job; libaio/io_uring = iodepth I/Os outstanding."),
+    opt("ioengine", OptKind::Enum(&["psync", "sync", "libaio", "io_uring", "pvsync", "spdk"]), Some("psync"),
+        "I/O engine: psync/sync/pvsync = one synchronous I/O per job; libaio/io_uring = iodepth I/Os outstanding through the kernel (host_stack io-uring-none unless set); spdk (fio's SPDK plugin) = iodepth outstanding through a user-space polled driver (host_stack spdk)."),
     opt("direct", OptKind::Bool, Some("0"),
         "Use non-buffered (O_DIRECT) I/O; required for writes with zonemode=zbd."),
     opt("time_based", OptKind::Bool, Some("0"),
@@ -184,8 +191,18 @@ pub static OPTIONS: &[OptionDef] = &[
         "Limit the run to this long (plain number = seconds)."), &["timeout"]),
     opt("ramp_time", OptKind::Time { default_unit_us: SECS }, Some("0"),
         "Run this long before starting to log statistics (plain number = seconds)."),
-    opt("flow", OptKind::Int { min: -1_000_000, max: 1_000_000 }, Some("0"),
-        "Flow-control weight: jobs with non-zero flow are throttled so their I/O counts keep the ratio of their weights (sign marks the side)."),
+    opt("startdelay", OptKind::Time { default_unit_us: SECS }, Some("0"),
+        "Delay the start of the job by this long after its group starts (plain number = seconds)."),
+    opt("thinktime", OptKind::Time { default_unit_us: 1 }, Some("0"),
+        "Stall this long after each I/O completes before issuing the next (plain number = microseconds)."),
+    aliased(opt("io_size", OptKind::Size, None,
+        "Total bytes of I/O to do, if different from size (the range stays size)."), &["io_limit"]),
+    opt("number_ios", OptKind::Int { min: 0, max: i64::MAX }, Some("0"),
+        "Stop after this many I/Os (0 = no limit)."),
+    opt("flow", OptKind::Int { min: -1000, max: 1000 }, Some("0"),
+        "Flow-control weight (fio >= 3.23 semantics): the jobs of one flow_id are throttled so each job's share of the group's I/O count stays at most its share of the weights. The weight is |flow| (older fio used the sign to pick a side; a negative value is taken as its magnitude)."),
+    opt("flow_id", OptKind::Int { min: 0, max: U32_MAX }, Some("0"),
+        "Flow group the job's flow weight belongs to."),
     opt("rate", OptKind::Rate, None,
         "Bandwidth cap in bytes/s, read[,write] (e.g. 100m, ,50m)."),
     opt("rate_iops", OptKind::Rate, None,
@@ -213,9 +230,19 @@ pub static OPTIONS: &[OptionDef] = &[
     ext("host_stack", OptKind::Enum(&["spdk", "io-uring-none", "io-uring-mq-deadline"]), None,
         "znskit extension: host I/O path to model: spdk (user-space polled), io-uring-none (kernel, none scheduler), io-uring-mq-deadline (kernel, mq-deadline serializes writes per zone). Unset = derived from ioengine."),
     ext("zone_op", OptKind::Enum(&["reset", "finish", "open", "close"]), None,
-        "znskit extension: instead of data I/O, issue timed zone management commands (reset, finish, open, close) on the zones of the job's range; latencies are reported like I/O."),
+        "znskit extension: instead of data I/O, issue one timed zone-management command per zone of the job's range (iodepth at a time), after writing the zone to zone_fill if given; latencies are reported under the op's name. An open or a close is followed by a reset (a closed zone stays active), so the device stays within its open/active limits; the resets are reported under their own name."),
     ext("precondition", OptKind::Enum(&["none", "fill", "cold"]), Some("none"),
-        "znskit extension: device state before the job: none (as is), fill (write the job's range full first), cold (fill and age the data so it reads as cold)."),
+        "znskit extension: device state before the group's timed part: none (as is), fill (write the job's range first: every zone to zone_fill, a conventional range in full), cold (fill, flush, and wait until all of it is programmed to flash so nothing is served from the write buffer)."),
+    ext("zone_fill", OptKind::ZoneFill, Some("100%"),
+        "znskit extension: occupancy each zone is written to by precondition and, with zone_op, before each zone-management command: P% of capacity, a size, or P%-SIZE (100%-4k = all but one 4 KiB block)."),
+    ext("zone_write_limit", OptKind::Size, None,
+        "znskit extension: zonemode=zbd sequential writes put at most this many bytes in a zone, then finish it (the finish is timed and reported) and move to the next zone; e.g. bs=4k zone_write_limit=4k makes every write the implicit open of an empty zone."),
+    ext("zrwa", OptKind::Bool, Some("0"),
+        "znskit extension: zonemode=zbd writes open each zone explicitly with a Zone Random Write Area; with rw=randwrite they land at random offsets inside the ZRWA window above the write pointer (in-place overwrites)."),
+    ext("zrwa_flush_bytes", OptKind::Size, None,
+        "znskit extension: with zrwa=1 sequential writes, issue an explicit ZRWA flush after every this many bytes of a zone (timed and reported as zrwa_flush)."),
+    ext("nsid", OptKind::Int { min: 1, max: U32_MAX }, None,
+        "znskit extension: namespace of a multi-namespace profile to use (default: the first zoned namespace, else namespace 1)."),
 ];
 
 /// Look an option up by name or alias (exact, case-sensitive like fio).
@@ -319,6 +346,53 @@ pub enum Value {
     Time(Duration),
     Rate(RateSpec),
     List(Vec<f64>),
+    Fill(ZoneFill),
+}
+
+/// Occupancy of a zone (`zone_fill`): `percent`% of the zone capacity minus
+/// `minus_bytes`, or exactly `bytes`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ZoneFill {
+    Percent { percent: f64, minus_bytes: u64 },
+    Bytes(u64),
+}
+
+impl ZoneFill {
+    /// Bytes to write in a zone of `cap_bytes` capacity, rounded down to
+    /// whole `lba` blocks and capped at the capacity.
+    pub fn resolve(&self, cap_bytes: u64, lba: u64) -> u64 {
+        let raw = match *self {
+            ZoneFill::Bytes(b) => b,
+            ZoneFill::Percent {
+                percent,
+                minus_bytes,
+            } => ((cap_bytes as f64 * percent / 100.0) as u64).saturating_sub(minus_bytes),
+        };
+        let raw = raw.min(cap_bytes);
+        raw - raw % lba.max(1)
+    }
+}
+
+/// Parse a `zone_fill` value: `P%`, a size, or `P%-SIZE`.
+pub fn parse_zone_fill(s: &str) -> Option<ZoneFill> {
+    let s = s.trim();
+    if let Some((p, rest)) = s.split_once('%') {
+        let percent: f64 = p.trim().parse().ok()?;
+        if !(percent.is_finite() && (0.0..=100.0).contains(&percent)) {
+            return None;
+        }
+        let rest = rest.trim();
+        let minus_bytes = match rest.strip_prefix('-') {
+            Some(m) => parse_bytes(m)?,
+            None if rest.is_empty() => 0,
+            None => return None,
+        };
+        return Some(ZoneFill::Percent {
+            percent,
+            minus_bytes,
+        });
+    }
+    parse_bytes(s).map(ZoneFill::Bytes)
 }
 
 fn bytes_multiplier(suffix: &str) -> Option<u64> {
@@ -512,6 +586,7 @@ fn parse_value(def: &OptionDef, raw: Option<&str>) -> Result<Value, Reject> {
             }
             Ok(Value::Rate(rate))
         }
+        OptKind::ZoneFill => parse_zone_fill(s).map(Value::Fill).ok_or(Reject::Bad),
         OptKind::PercentileList => {
             let mut out = Vec::new();
             for p in s.split(':') {
@@ -654,12 +729,14 @@ pub enum IoEngine {
     Libaio,
     IoUring,
     Pvsync,
+    /// fio's SPDK plugin: asynchronous, user-space polled driver.
+    Spdk,
 }
 
 impl IoEngine {
     /// Keeps `iodepth` I/Os outstanding (otherwise one at a time).
     pub fn is_async(self) -> bool {
-        matches!(self, IoEngine::Libaio | IoEngine::IoUring)
+        matches!(self, IoEngine::Libaio | IoEngine::IoUring | IoEngine::Spdk)
     }
     pub fn as_str(self) -> &'static str {
         match self {
@@ -668,6 +745,7 @@ impl IoEngine {
             IoEngine::Libaio => "libaio",
             IoEngine::IoUring => "io_uring",
             IoEngine::Pvsync => "pvsync",
+            IoEngine::Spdk => "spdk",
         }
     }
 }
@@ -741,6 +819,20 @@ pub struct JobSpec {
     pub host_stack: Option<HostStack>,
     pub zone_op: Option<ZoneOp>,
     pub precondition: Precondition,
+    pub flow_id: u32,
+    pub startdelay: Duration,
+    pub thinktime: Duration,
+    pub io_size: Option<SizeSpec>,
+    /// 0 = no limit.
+    pub number_ios: u64,
+    pub zone_fill: ZoneFill,
+    pub zone_write_limit: Option<SizeSpec>,
+    pub zrwa: bool,
+    pub zrwa_flush_bytes: Option<SizeSpec>,
+    pub nsid: Option<u32>,
+    /// The options as given (global and the job's own), canonical name →
+    /// text, for fio's `job options` output.
+    pub options: std::collections::BTreeMap<String, String>,
 }
 
 impl JobSpec {
@@ -763,6 +855,8 @@ impl JobSpec {
 #[derive(Debug, Clone, Default)]
 struct OptSet {
     values: HashMap<&'static str, Value>,
+    /// The text each option was given as (bare flags as "1"), for reports.
+    raw: std::collections::BTreeMap<&'static str, String>,
     /// `name=` was given in this job's own section (not inherited).
     name_set_locally: bool,
 }
@@ -793,6 +887,10 @@ impl OptSet {
             self.name_set_locally = true;
         }
         self.values.insert(def.name, v);
+        self.raw.insert(
+            def.name,
+            raw.map_or_else(|| "1".to_string(), |r| r.trim().to_string()),
+        );
         Ok(())
     }
 }
@@ -1136,6 +1234,7 @@ fn resolve(s: &Section, group: u32) -> Result<JobSpec, JobError> {
         Some("libaio") => IoEngine::Libaio,
         Some("io_uring") => IoEngine::IoUring,
         Some("pvsync") => IoEngine::Pvsync,
+        Some("spdk") => IoEngine::Spdk,
         _ => IoEngine::Psync,
     };
     let direct = b("direct");
@@ -1211,6 +1310,31 @@ fn resolve(s: &Section, group: u32) -> Result<JobSpec, JobError> {
             Some("cold") => Precondition::Cold,
             _ => Precondition::None,
         },
+        flow_id: int("flow_id", 0).clamp(0, U32_MAX) as u32,
+        startdelay: time("startdelay").unwrap_or_default(),
+        thinktime: time("thinktime").unwrap_or_default(),
+        io_size: size("io_size"),
+        number_ios: int("number_ios", 0).max(0) as u64,
+        zone_fill: match g("zone_fill") {
+            Some(Value::Fill(f)) => *f,
+            _ => ZoneFill::Percent {
+                percent: 100.0,
+                minus_bytes: 0,
+            },
+        },
+        zone_write_limit: size("zone_write_limit"),
+        zrwa: b("zrwa"),
+        zrwa_flush_bytes: size("zrwa_flush_bytes"),
+        nsid: match g("nsid") {
+            Some(Value::Int(n)) => Some((*n).clamp(1, U32_MAX) as u32),
+            _ => None,
+        },
+        options: s
+            .opts
+            .raw
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect(),
     };
     Ok(spec)
 }

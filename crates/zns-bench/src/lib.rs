@@ -2,5 +2,8 @@
 //! lines, zonemode=zbd semantics, virtual-time execution against any
 //! `ZonedDevice`, and fio-style text and JSON output (issue 3; being built).
 
+pub mod fio_json;
 pub mod job;
 pub mod run;
+pub mod stats;
+pub mod target;

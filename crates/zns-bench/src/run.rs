@@ -1,22 +1,41 @@
-//! Virtual-time execution of parsed fio jobs against emulated devices, with
-//! fio-style statistics and JSON output (issue 3, first runner).
+//! Virtual-time execution of parsed fio jobs against emulated devices.
 //!
-//! Each job (and each of its `numjobs` clones) runs as runtime tasks keeping
-//! `effective_iodepth()` I/Os outstanding. Stonewall groups run one after
-//! another on the same runtime, so virtual time and device state carry over.
-//! Latencies are submit→complete in virtual nanoseconds; there is no
-//! submission latency, so `clat` and `lat` are equal.
+//! A run opens one controller per distinct `filename` and executes the
+//! reporting groups (stonewall) one after another on one runtime, so device
+//! state and the virtual clock carry over between groups. Inside a group:
+//! preconditioning first (jobs with `precondition`), then every job clone
+//! starts (after its `startdelay`) as runtime tasks: one task per outstanding
+//! I/O slot (`iodepth` for async engines, else 1). Each slot loops: decide the
+//! next step from the job's shared state, submit, await, record.
+//!
+//! zonemode=zbd follows fio's zoned rules: writes go to the write pointer of
+//! zones the job holds open (one zone at a time for sequential writes, a set
+//! of up to `job_max_open_zones` for random ones), one write in flight per
+//! zone unless the device accepts more (zone append, ZRWA, or the
+//! mq-deadline host stack that serialises them itself), full zones are reset
+//! when the job comes back to them, and reads only go below write pointers.
+//! Open-zone slots (`max_open_zones`, default the device limit) are shared by
+//! every job on a device.
+//!
+//! Waiting (for a zone to drain, a reset, an open-zone slot, flow control)
+//! uses one run-wide `Notify` woken at every state change; rate limits sleep
+//! until the exact virtual instant. Latency is submit→complete in virtual ns
+//! (no separate submission latency: clat = lat).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::rc::Rc;
+use std::task::{Context, Poll};
 
-use serde_json::{json, Map, Value as Json};
-use zns_core::{IoFlags, NvmeError, ReportFilter, ZoneAction, ZoneSendCmd, ZonedDevice};
-use zns_device::{Controller, ControllerOptions, EmulatedZns, Profile, StoreKind};
+use zns_core::{NvmeError, ReportFilter, ZoneAction, ZoneSendCmd, ZonedDevice};
+use zns_sim::sync::Notify;
 use zns_sim::{Handle, Runtime, SimRng};
 
-use crate::job::{HostStack, JobSpec, Rw, ZoneMode};
+use crate::job::{HostStack, JobSpec, Precondition, Rw, ZoneMode, ZoneOp};
+use crate::stats::DirStats;
+use crate::target::{Devices, Geometry, Target};
 
 /// Why a run failed.
 #[derive(Debug, thiserror::Error)]
@@ -27,58 +46,23 @@ pub enum RunError {
     Io { job: String, err: NvmeError },
 }
 
-/// Statistics of one direction.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct DirStats {
-    pub io_bytes: u64,
-    pub total_ios: u64,
-    /// Per-I/O latencies (ns), sorted after the run.
-    pub lats_ns: Vec<u64>,
+/// What a progress callback sees, every 10 ms of virtual time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Progress {
+    /// Reporting group running now (0-based) and how many there are.
+    pub group: u32,
+    pub groups: u32,
+    /// Virtual clock, ns.
+    pub virtual_ns: u64,
+    /// Estimated share of the current group done, 0..=1.
+    pub done_fraction: f64,
+    /// I/Os completed so far in the run.
+    pub read_ios: u64,
+    pub write_ios: u64,
 }
 
-impl DirStats {
-    pub fn min(&self) -> u64 {
-        self.lats_ns.first().copied().unwrap_or(0)
-    }
-    pub fn max(&self) -> u64 {
-        self.lats_ns.last().copied().unwrap_or(0)
-    }
-    pub fn mean(&self) -> f64 {
-        if self.lats_ns.is_empty() {
-            return 0.0;
-        }
-        self.lats_ns.iter().map(|&l| l as f64).sum::<f64>() / self.lats_ns.len() as f64
-    }
-    pub fn stddev(&self) -> f64 {
-        let n = self.lats_ns.len();
-        if n < 2 {
-            return 0.0;
-        }
-        let m = self.mean();
-        let var = self
-            .lats_ns
-            .iter()
-            .map(|&l| (l as f64 - m).powi(2))
-            .sum::<f64>()
-            / (n - 1) as f64;
-        var.sqrt()
-    }
-    /// Nearest-rank percentile `p` (0..=100).
-    pub fn percentile(&self, p: f64) -> u64 {
-        let n = self.lats_ns.len();
-        if n == 0 {
-            return 0;
-        }
-        let rank = ((p / 100.0) * n as f64).ceil() as usize;
-        self.lats_ns[rank.clamp(1, n) - 1]
-    }
-    fn merge(&mut self, other: &DirStats) {
-        self.io_bytes += other.io_bytes;
-        self.total_ios += other.total_ios;
-        self.lats_ns.extend_from_slice(&other.lats_ns);
-        self.lats_ns.sort_unstable();
-    }
-}
+/// Names of the zone-management statistics a job can report.
+pub const ZONE_OP_KEYS: [&str; 5] = ["reset", "finish", "open", "close", "zrwa_flush"];
 
 /// Result of one job (one clone, or a merged reporting group).
 #[derive(Debug, Clone, PartialEq)]
@@ -89,10 +73,20 @@ pub struct JobReport {
     pub jobs: u32,
     pub read: DirStats,
     pub write: DirStats,
+    /// Timed zone-management commands by [`ZONE_OP_KEYS`] name.
+    pub zone_ops: BTreeMap<&'static str, DirStats>,
     /// Measured virtual time (after ramp), ns.
     pub runtime_ns: u64,
     pub zone_resets: u64,
     pub percentile_list: Vec<f64>,
+    pub clat_percentiles: bool,
+    pub lat_percentiles: bool,
+    pub iodepth: u32,
+    pub rw: Rw,
+    pub bs: u64,
+    pub ioengine: &'static str,
+    /// Options as given, for fio's `job options`.
+    pub options: BTreeMap<String, String>,
 }
 
 /// Result of a whole run.
@@ -100,361 +94,1109 @@ pub struct JobReport {
 pub struct RunReport {
     pub seed: u64,
     pub jobs: Vec<JobReport>,
+    /// Virtual time at the end of the run, ns.
+    pub virtual_ns: u64,
 }
 
-fn stack(h: Option<HostStack>) -> zns_sim::timing::HostStack {
-    match h.unwrap_or(HostStack::Spdk) {
+fn sim_stack(h: HostStack) -> zns_sim::timing::HostStack {
+    match h {
         HostStack::Spdk => zns_sim::timing::HostStack::Spdk,
         HostStack::IoUringNone => zns_sim::timing::HostStack::IoUringNone,
         HostStack::IoUringMqDeadline => zns_sim::timing::HostStack::IoUringMqDeadline,
     }
 }
 
+/// The host stack a job uses: `host_stack`, else spdk for `ioengine=spdk`
+/// and io-uring-none for the kernel engines.
+pub fn effective_host_stack(spec: &JobSpec) -> HostStack {
+    spec.host_stack.unwrap_or(match spec.ioengine {
+        crate::job::IoEngine::Spdk => HostStack::Spdk,
+        _ => HostStack::IoUringNone,
+    })
+}
+
 /// Runs `specs` (as parsed) in virtual time with `seed`.
 pub fn run_jobs(specs: &[JobSpec], seed: u64) -> Result<RunReport, RunError> {
-    for spec in specs {
-        check_implemented(spec)?;
-    }
+    run_jobs_with_progress(specs, seed, &mut |_| {})
+}
+
+/// Virtual time between progress reports (and deadlock checks).
+const SLICE_NS: u64 = 10_000_000;
+
+/// [`run_jobs`], calling `progress` every 10 ms of virtual time.
+pub fn run_jobs_with_progress(
+    specs: &[JobSpec],
+    seed: u64,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<RunReport, RunError> {
     let mut rt = Runtime::new(seed);
     let handle = rt.handle();
-    let mut devices: BTreeMap<String, EmulatedZns> = BTreeMap::new();
+    let mut devices = Devices::default();
     let mut groups: BTreeMap<u32, Vec<&JobSpec>> = BTreeMap::new();
     for spec in specs {
         groups.entry(spec.group).or_default().push(spec);
     }
+    let ngroups = groups.len() as u32;
+    let shared = Rc::new(RunShared::default());
     let mut reports = Vec::new();
-    for (gid, jobs) in groups {
-        let mut tasks = Vec::new();
+    for (gi, (gid, jobs)) in groups.into_iter().enumerate() {
+        let mut runs: Vec<Rc<JobRun>> = Vec::new();
+        let mut stack_of_device: BTreeMap<String, HostStack> = BTreeMap::new();
         for spec in jobs {
-            let fname = spec.filename.clone().unwrap_or_else(|| "zn540".to_string());
             let setup = |msg: String| RunError::Setup {
                 job: spec.name.clone(),
                 msg,
             };
-            if !devices.contains_key(&fname) {
-                let profile = Profile::load(&fname).map_err(|e| setup(e.to_string()))?;
-                let opts = ControllerOptions {
-                    store: StoreKind::None,
-                    host_stack: stack(spec.host_stack),
-                };
-                let ctrl =
-                    Controller::new(&handle, profile, opts).map_err(|e| setup(e.to_string()))?;
-                let ns = ctrl
-                    .first_zoned()
-                    .ok_or_else(|| setup(format!("{fname} has no zoned namespace")))?;
-                devices.insert(fname.clone(), ns);
-            }
-            let dev = devices[&fname].clone();
-            dev.controller().set_host_stack(stack(spec.host_stack));
-            let cfg = dev.config().clone();
-            let lba = u64::from(cfg.lba_bytes);
-            let zone_bytes = cfg.zone_size_lbas * lba;
-            let cap_bytes = zone_bytes * u64::from(cfg.zone_count);
-            if spec.bs == 0 || spec.bs % lba != 0 {
-                return Err(setup(format!(
-                    "bs={} is not a multiple of the {lba}-byte block",
-                    spec.bs
-                )));
-            }
-            for clone in 0..spec.numjobs.max(1) {
-                let mut start = spec.offset.resolve(cap_bytes, zone_bytes, lba)
-                    + u64::from(clone) * spec.offset_increment.resolve(cap_bytes, zone_bytes, lba);
-                if spec.zonemode == ZoneMode::Zbd {
-                    start -= start % zone_bytes;
-                } else {
-                    start -= start % lba;
-                }
-                if start >= cap_bytes {
+            let fname = spec.filename.clone().unwrap_or_else(|| "zn540".to_string());
+            let target = devices.target(&handle, &fname, spec.nsid).map_err(&setup)?;
+            let stack = effective_host_stack(spec);
+            if let Some(prev) = stack_of_device.insert(fname.clone(), stack) {
+                if prev != stack {
                     return Err(setup(format!(
-                        "offset {start} is beyond the device ({cap_bytes} bytes)"
+                        "jobs of one group on {fname} use different host stacks ({prev:?} and {stack:?}); one device has one host stack at a time: set host_stack (or ioengine) alike, or separate the jobs with stonewall"
                     )));
                 }
-                let len = spec
-                    .size
-                    .map(|s| s.resolve(cap_bytes, zone_bytes, lba))
-                    .unwrap_or(cap_bytes - start)
-                    .min(cap_bytes - start);
+            }
+            target.controller().set_host_stack(sim_stack(stack));
+            let geo = target.geometry();
+            validate(spec, &target, &geo).map_err(&setup)?;
+            let zbd_key = format!("{fname}#{}", spec.nsid.unwrap_or(0));
+            let zbd = shared.zbd_for(&zbd_key, spec, &geo);
+            for clone in 0..spec.numjobs.max(1) {
+                let (start, len) = job_range(spec, &geo, clone).map_err(&setup)?;
                 let rng = match spec.randseed {
                     Some(s) => SimRng::from_seed_u64(s.wrapping_add(u64::from(clone))),
                     None => handle.rng(),
                 };
-                let job = JobRun::new(spec.clone(), dev.clone(), handle.clone(), start, len, rng);
-                tasks.push(handle.spawn(job.run()));
+                runs.push(JobRun::new(
+                    spec.clone(),
+                    target.clone(),
+                    geo.clone(),
+                    handle.clone(),
+                    shared.clone(),
+                    zbd.clone(),
+                    start,
+                    len,
+                    rng,
+                ));
             }
         }
-        let results = rt.block_on(async move {
+        // preconditioning, one job after another, before anything is timed
+        for run in &runs {
+            if run.spec.precondition != Precondition::None {
+                let r = run.clone();
+                rt.block_on(async move { r.precondition().await })?;
+            }
+        }
+        if runs
+            .iter()
+            .any(|r| r.spec.precondition == Precondition::Cold)
+        {
+            let idle = devices
+                .controllers()
+                .map(|c| c.flash_idle_at_ns())
+                .max()
+                .unwrap_or(0);
+            let h = handle.clone();
+            rt.block_on(async move { h.sleep_until(idle).await });
+        }
+        // flow groups count the weights of the group's jobs
+        for run in &runs {
+            if run.spec.flow != 0 {
+                shared.flow(run.spec.flow_id).join(run.flow_weight());
+            }
+        }
+        let finished = Rc::new(Cell::new(0usize));
+        let group_done = Notify::new();
+        let mut tasks = Vec::new();
+        for run in &runs {
+            let r = run.clone();
+            let fin = finished.clone();
+            let gd = group_done.clone();
+            tasks.push(handle.spawn(async move {
+                let out = r.clone().run().await;
+                fin.set(fin.get() + 1);
+                gd.notify_waiters();
+                out
+            }));
+        }
+        while finished.get() < runs.len() {
+            let until = handle.now_ns() + SLICE_NS;
+            let h = handle.clone();
+            let gd = group_done.clone();
+            rt.block_on(FirstOf(
+                Box::pin(async move { h.sleep_until(until).await }),
+                Box::pin(async move { gd.notified().await }),
+            ));
+            let done_fraction = if runs.is_empty() {
+                1.0
+            } else {
+                runs.iter().map(|r| r.done_fraction()).sum::<f64>() / runs.len() as f64
+            };
+            progress(&Progress {
+                group: gi as u32,
+                groups: ngroups,
+                virtual_ns: handle.now_ns(),
+                done_fraction,
+                read_ios: shared.read_ios.get(),
+                write_ios: shared.write_ios.get(),
+            });
+            let active = shared.active_workers.get();
+            if finished.get() < runs.len()
+                && active > 0
+                && shared.waiting_workers.get() == active
+                && shared.starting.get() == 0
+            {
+                // every worker waits for a change only another worker could make
+                for r in &runs {
+                    r.abort.set(true);
+                }
+                shared.changed.notify_waiters();
+                let stuck: Vec<&str> = runs.iter().map(|r| r.spec.name.as_str()).collect();
+                rt.block_on(async {
+                    for t in tasks.drain(..) {
+                        let _ = t.await;
+                    }
+                });
+                return Err(RunError::Setup {
+                    job: stuck.join(", "),
+                    msg: "the jobs wait for each other (e.g. more zones wanted open than max_open_zones allows); no I/O can progress".into(),
+                });
+            }
+        }
+        let results: Vec<_> = rt.block_on(async move {
             let mut out = Vec::new();
             for t in tasks {
                 out.push(t.await);
             }
             out
         });
+        shared.flows.borrow_mut().clear();
         let mut group_reports = Vec::new();
         for r in results {
             group_reports.push(r?);
         }
-        if group_reports.first().is_some_and(|r| r.1) {
-            let mut merged = group_reports[0].0.clone();
-            for (r, _) in &group_reports[1..] {
-                merged.jobs += r.jobs;
-                merged.read.merge(&r.read);
-                merged.write.merge(&r.write);
-                merged.runtime_ns = merged.runtime_ns.max(r.runtime_ns);
-                merged.zone_resets += r.zone_resets;
-            }
-            merged.groupid = gid;
-            reports.push(merged);
-        } else {
-            reports.extend(group_reports.into_iter().map(|(mut r, _)| {
-                r.groupid = gid;
-                r
-            }));
-        }
+        reports.extend(merge_group(group_reports, gid));
     }
     Ok(RunReport {
         seed,
         jobs: reports,
+        virtual_ns: handle.now_ns(),
     })
 }
 
-/// A zone of a zbd write job's range.
+/// With group_reporting, the group's job reports merge into one (named after
+/// the first job); otherwise each clone is reported on its own.
+fn merge_group(group: Vec<(JobReport, bool)>, gid: u32) -> Vec<JobReport> {
+    if group.first().is_some_and(|r| r.1) {
+        let mut it = group.into_iter();
+        let (mut merged, _) = it.next().expect("non-empty");
+        for (r, _) in it {
+            merged.jobs += r.jobs;
+            merged.read.merge(&r.read);
+            merged.write.merge(&r.write);
+            for (k, v) in &r.zone_ops {
+                merged.zone_ops.entry(k).or_default().merge(v);
+            }
+            merged.runtime_ns = merged.runtime_ns.max(r.runtime_ns);
+            merged.zone_resets += r.zone_resets;
+        }
+        merged.groupid = gid;
+        vec![merged]
+    } else {
+        group
+            .into_iter()
+            .map(|(mut r, _)| {
+                r.groupid = gid;
+                r
+            })
+            .collect()
+    }
+}
+
+/// Polls two futures, finishing with the first.
+struct FirstOf<'a>(
+    Pin<Box<dyn Future<Output = ()> + 'a>>,
+    Pin<Box<dyn Future<Output = ()> + 'a>>,
+);
+
+impl Future for FirstOf<'_> {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.0.as_mut().poll(cx).is_ready() || self.1.as_mut().poll(cx).is_ready() {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    }
+}
+
+/// Checks of a job against the device it targets; the message names the option.
+fn validate(spec: &JobSpec, target: &Target, geo: &Geometry) -> Result<(), String> {
+    let zoned = target.zoned().is_some();
+    let lba = geo.lba_bytes;
+    if spec.bs % lba != 0 {
+        return Err(format!(
+            "bs={} is not a multiple of the device's {lba}-byte logical block",
+            spec.bs
+        ));
+    }
+    if geo.max_transfer_bytes > 0 && spec.bs > geo.max_transfer_bytes {
+        return Err(format!(
+            "bs={} exceeds the device's maximum transfer size (MDTS) of {} bytes",
+            spec.bs, geo.max_transfer_bytes
+        ));
+    }
+    if !zoned {
+        let zoned_only = [
+            ("zonemode=zbd", spec.zonemode == ZoneMode::Zbd),
+            ("zone_op", spec.zone_op.is_some()),
+            ("zone_append", spec.zone_append),
+            ("zrwa", spec.zrwa),
+            ("zone_write_limit", spec.zone_write_limit.is_some()),
+        ];
+        if let Some((what, _)) = zoned_only.iter().find(|(_, on)| *on) {
+            return Err(format!(
+                "{what} needs a zoned namespace, but the job's namespace is conventional"
+            ));
+        }
+        for s in [spec.size, Some(spec.offset), Some(spec.offset_increment)]
+            .into_iter()
+            .flatten()
+        {
+            if matches!(s, crate::job::SizeSpec::Zones(_)) {
+                return Err(format!(
+                    "size `{s}` counts zones, but the namespace is conventional"
+                ));
+            }
+        }
+        return Ok(());
+    }
+    let dev_open = geo.max_open_zones;
+    for (name, v) in [
+        ("max_open_zones", spec.max_open_zones),
+        ("job_max_open_zones", spec.job_max_open_zones),
+    ] {
+        if dev_open != 0 && v > dev_open {
+            return Err(format!(
+                "{name}={v} is more than the device allows ({dev_open} open zones)"
+            ));
+        }
+    }
+    let writes = spec.rw.has_writes() && spec.zone_op.is_none();
+    if spec.zrwa {
+        let Some(z) = &geo.zrwa else {
+            return Err("zrwa=1 but the device has no Zone Random Write Area".into());
+        };
+        if spec.zone_append {
+            return Err("zrwa=1 and zone_append=1 exclude each other (Zone Append is invalid in a zone with a ZRWA)".into());
+        }
+        if spec.zonemode != ZoneMode::Zbd || !writes {
+            return Err("zrwa=1 applies to zonemode=zbd write jobs".into());
+        }
+        if spec.bs > z.size_lbas * lba {
+            return Err(format!(
+                "bs={} is larger than the ZRWA ({} bytes)",
+                spec.bs,
+                z.size_lbas * lba
+            ));
+        }
+        if let Some(f) = spec.zrwa_flush_bytes {
+            let fb = f.resolve(geo.capacity_bytes, geo.zone_bytes, lba);
+            let fg = z.flush_granularity_lbas * lba;
+            if fb == 0 || fb % fg != 0 {
+                return Err(format!(
+                    "zrwa_flush_bytes={fb} is not a positive multiple of the ZRWA flush granularity ({fg} bytes)"
+                ));
+            }
+        }
+    } else if spec.zrwa_flush_bytes.is_some() {
+        return Err("zrwa_flush_bytes needs zrwa=1".into());
+    }
+    if spec.zone_write_limit.is_some()
+        && (spec.zonemode != ZoneMode::Zbd || !writes || spec.rw.is_random())
+    {
+        return Err(
+            "zone_write_limit applies to zonemode=zbd sequential write jobs (rw=write)".into(),
+        );
+    }
+    if spec.zone_op.is_some() && spec.zone_append {
+        return Err("zone_op jobs issue no data I/O; zone_append has no meaning".into());
+    }
+    Ok(())
+}
+
+/// Byte range [start, start+len) of clone `clone` of a job.
+fn job_range(spec: &JobSpec, geo: &Geometry, clone: u32) -> Result<(u64, u64), String> {
+    let cap = geo.capacity_bytes;
+    let zone = geo.zone_bytes;
+    let lba = geo.lba_bytes;
+    let mut start = spec.offset.resolve(cap, zone, lba).saturating_add(
+        u64::from(clone).saturating_mul(spec.offset_increment.resolve(cap, zone, lba)),
+    );
+    let zoned_range = spec.zonemode == ZoneMode::Zbd || spec.zone_op.is_some();
+    if zoned_range && zone > 0 {
+        start -= start % zone;
+    } else {
+        start -= start % lba;
+    }
+    if start >= cap {
+        return Err(format!(
+            "the job's range starts at byte {start} (offset + clone × offset_increment), beyond the device's {cap} bytes"
+        ));
+    }
+    let len = spec
+        .size
+        .map(|s| s.resolve(cap, zone, lba))
+        .unwrap_or(cap - start)
+        .min(cap - start);
+    if len < spec.bs && spec.zone_op.is_none() {
+        return Err(format!(
+            "the job's range ({len} bytes) is smaller than bs={}",
+            spec.bs
+        ));
+    }
+    Ok((start, len))
+}
+
+/// State shared by every job of a run.
+#[derive(Default)]
+struct RunShared {
+    /// Woken at every state change a waiting worker may care about.
+    changed: Notify,
+    active_workers: Cell<usize>,
+    waiting_workers: Cell<usize>,
+    /// Jobs still in their startdelay.
+    starting: Cell<usize>,
+    read_ios: Cell<u64>,
+    write_ios: Cell<u64>,
+    zbd: RefCell<BTreeMap<String, Rc<ZbdShared>>>,
+    flows: RefCell<BTreeMap<u32, Rc<Flow>>>,
+}
+
+impl RunShared {
+    fn zbd_for(&self, key: &str, spec: &JobSpec, geo: &Geometry) -> Rc<ZbdShared> {
+        let mut m = self.zbd.borrow_mut();
+        let z = m
+            .entry(key.to_string())
+            .or_insert_with(|| {
+                Rc::new(ZbdShared {
+                    limit: Cell::new(if geo.max_open_zones == 0 {
+                        u32::MAX
+                    } else {
+                        geo.max_open_zones
+                    }),
+                    open: Cell::new(0),
+                })
+            })
+            .clone();
+        if spec.max_open_zones != 0 {
+            z.limit.set(z.limit.get().min(spec.max_open_zones));
+        }
+        z
+    }
+
+    fn flow(&self, id: u32) -> Rc<Flow> {
+        self.flows.borrow_mut().entry(id).or_default().clone()
+    }
+}
+
+/// Open-zone slots of one device, shared by the jobs writing it.
+struct ZbdShared {
+    limit: Cell<u32>,
+    open: Cell<u32>,
+}
+
+/// One fio flow group (`flow_id`): jobs stall while their share of the
+/// group's I/O count exceeds their share of the weights.
+#[derive(Default)]
+struct Flow {
+    total_weight: Cell<u64>,
+    active_jobs: Cell<u32>,
+    counter: Cell<u64>,
+}
+
+impl Flow {
+    fn join(&self, w: u64) {
+        self.total_weight.set(self.total_weight.get() + w);
+        self.active_jobs.set(self.active_jobs.get() + 1);
+    }
+    fn leave(&self, w: u64) {
+        self.total_weight
+            .set(self.total_weight.get().saturating_sub(w));
+        self.active_jobs
+            .set(self.active_jobs.get().saturating_sub(1));
+    }
+}
+
+/// A zone of a zbd job's range, as the job sees it.
 #[derive(Debug, Clone)]
 struct ZoneCursor {
     start_lba: u64,
-    cap_lbas: u64,
-    /// Next LBA offset (relative to start) to hand out.
+    /// LBAs the job may write in it (capacity, or zone_write_limit).
+    limit_lbas: u64,
+    /// Next LBA offset to write (issued so far).
     next: u64,
+    /// LBAs readable (write pointer at job start, raised by completed writes).
+    readable: u64,
     inflight: u32,
-    resetting: bool,
+    /// A reset / finish / open / flush of this zone is in flight.
+    busy: bool,
+    /// Holds an open-zone slot for this job.
+    open: bool,
+    /// Opened with a ZRWA by this job.
+    zrwa: bool,
+    /// LBA offset up to which the ZRWA was explicitly flushed.
+    flushed: u64,
+    /// Completed LBAs since the zone was (re)started by this job.
+    done: u64,
 }
 
-struct State {
+impl ZoneCursor {
+    fn room(&self) -> u64 {
+        self.limit_lbas.saturating_sub(self.next)
+    }
+}
+
+struct JobState {
     rng: SimRng,
     issued_bytes: u64,
+    issued_read_bytes: u64,
+    issued_write_bytes: u64,
+    issued_ios: u64,
+    issued_read_ios: u64,
+    issued_write_ios: u64,
     limit_bytes: u64,
     seq_pos: u64,
     zones: Vec<ZoneCursor>,
-    cur_zone: usize,
+    /// Zones held open for writing (indexes into `zones`), oldest first.
+    open_set: Vec<usize>,
+    /// Sequential writes: next zone to open.
+    next_zone: usize,
+    /// zbd reads: zones with readable data, and the sequential read cursor.
+    read_zones: Vec<usize>,
+    seq_read: (usize, u64),
+    writes_since_reset_check: u64,
+    zone_op_next: usize,
+    flow_count: u64,
     read: DirStats,
     write: DirStats,
+    ops: BTreeMap<&'static str, DirStats>,
     resets: u64,
     last_done_ns: u64,
     error: Option<NvmeError>,
+    ended: bool,
 }
 
+/// What a worker does next.
 enum Step {
     Read(u64, u64),
+    /// slba, bytes, zone index (or usize::MAX outside zbd).
     Write(u64, u64, usize),
     Append(u64, u64, usize),
+    /// Timed zone-management command on a zone, recorded under its key.
+    Mgmt(ZoneSendCmd, &'static str, usize),
     Reset(usize),
-    Wait,
+    WaitChange,
+    SleepUntil(u64),
     Done,
 }
 
 struct JobRun {
     spec: JobSpec,
-    dev: EmulatedZns,
+    target: Target,
+    geo: Geometry,
     handle: Handle,
+    shared: Rc<RunShared>,
+    zbd: Rc<ZbdShared>,
     start: u64,
     len: u64,
     lba: u64,
-    state: RefCell<State>,
-    measure_from: std::cell::Cell<u64>,
-    deadline: std::cell::Cell<u64>,
+    st: RefCell<JobState>,
+    started_ns: Cell<u64>,
+    measure_from: Cell<u64>,
+    deadline: Cell<u64>,
+    abort: Cell<bool>,
+}
+
+fn op_key(op: ZoneOp) -> &'static str {
+    match op {
+        ZoneOp::Reset => "reset",
+        ZoneOp::Finish => "finish",
+        ZoneOp::Open => "open",
+        ZoneOp::Close => "close",
+    }
+}
+
+fn send(action: ZoneAction, slba: u64) -> ZoneSendCmd {
+    ZoneSendCmd {
+        action,
+        slba,
+        select_all: false,
+    }
 }
 
 impl JobRun {
+    #[allow(clippy::too_many_arguments)]
     fn new(
         spec: JobSpec,
-        dev: EmulatedZns,
+        target: Target,
+        geo: Geometry,
         handle: Handle,
+        shared: Rc<RunShared>,
+        zbd: Rc<ZbdShared>,
         start: u64,
         len: u64,
         rng: SimRng,
     ) -> Rc<JobRun> {
-        let lba = u64::from(dev.config().lba_bytes);
+        let lba = geo.lba_bytes;
+        let limit_bytes = spec
+            .io_size
+            .map(|s| s.resolve(geo.capacity_bytes, geo.zone_bytes, lba))
+            .unwrap_or(len);
         Rc::new(JobRun {
             spec,
-            dev,
+            target,
+            geo,
             handle,
+            shared,
+            zbd,
             start,
             len,
             lba,
-            state: RefCell::new(State {
+            st: RefCell::new(JobState {
                 rng,
                 issued_bytes: 0,
-                limit_bytes: len,
+                issued_read_bytes: 0,
+                issued_write_bytes: 0,
+                issued_ios: 0,
+                issued_read_ios: 0,
+                issued_write_ios: 0,
+                limit_bytes,
                 seq_pos: 0,
                 zones: Vec::new(),
-                cur_zone: 0,
+                open_set: Vec::new(),
+                next_zone: 0,
+                read_zones: Vec::new(),
+                seq_read: (0, 0),
+                writes_since_reset_check: 0,
+                zone_op_next: 0,
+                flow_count: 0,
                 read: DirStats::default(),
                 write: DirStats::default(),
+                ops: BTreeMap::new(),
                 resets: 0,
                 last_done_ns: 0,
                 error: None,
+                ended: false,
             }),
-            measure_from: std::cell::Cell::new(0),
-            deadline: std::cell::Cell::new(u64::MAX),
+            started_ns: Cell::new(0),
+            measure_from: Cell::new(0),
+            deadline: Cell::new(u64::MAX),
+            abort: Cell::new(false),
         })
     }
 
-    fn zbd_writes(&self) -> bool {
-        self.spec.zonemode == ZoneMode::Zbd && self.spec.rw.has_writes()
+    fn io_err(&self, err: NvmeError) -> RunError {
+        RunError::Io {
+            job: self.spec.name.clone(),
+            err,
+        }
     }
 
-    /// Writes per zone may overlap (mq-deadline serialises them, appends need no order).
+    fn zbd(&self) -> bool {
+        self.spec.zonemode == ZoneMode::Zbd && self.target.zoned().is_some()
+    }
+
+    fn zbd_writes(&self) -> bool {
+        self.zbd() && self.spec.rw.has_writes()
+    }
+
+    /// Several writes may be in flight in one zone: appends (the device
+    /// picks the LBA), ZRWA writes, or mq-deadline (the host serialises).
     fn deep_zone_writes(&self) -> bool {
-        self.spec.zone_append || self.spec.host_stack == Some(HostStack::IoUringMqDeadline)
+        self.spec.zone_append
+            || self.spec.zrwa
+            || effective_host_stack(&self.spec) == HostStack::IoUringMqDeadline
+    }
+
+    fn flow_weight(&self) -> u64 {
+        u64::from(self.spec.flow.unsigned_abs())
+    }
+
+    fn zone_bytes(&self) -> u64 {
+        self.geo.zone_bytes
+    }
+
+    fn zones_in_range(&self) -> (u64, usize) {
+        let zb = self.zone_bytes().max(1);
+        let first = self.start / zb;
+        let n = self.len.div_ceil(zb) as usize;
+        (first, n)
+    }
+
+    async fn report(&self) -> Result<Vec<zns_core::ZoneDescriptor>, RunError> {
+        let dev = self.target.zoned().expect("zoned target");
+        let (first, n) = self.zones_in_range();
+        dev.report_zones(first * dev.config().zone_size_lbas, ReportFilter::All, n)
+            .await
+            .map_err(|e| self.io_err(e))
+    }
+
+    /// Writes zone `zslba` (written up to `wp`) to `target_lbas`, in
+    /// max-transfer chunks at QD1. Untimed in the statistics.
+    async fn fill_zone(&self, zslba: u64, wp: u64, target_lbas: u64) -> Result<(), RunError> {
+        let chunk_lbas = (self.geo.max_transfer_bytes / self.lba).clamp(1, 128);
+        let buf = vec![0u8; (chunk_lbas * self.lba) as usize];
+        let mut at = wp;
+        let end = zslba + target_lbas;
+        while at < end {
+            let n = chunk_lbas.min(end - at);
+            self.target
+                .write(at, &buf[..(n * self.lba) as usize])
+                .await
+                .map_err(|e| self.io_err(e))?;
+            at += n;
+        }
+        Ok(())
+    }
+
+    /// `precondition=fill|cold`: write the job's range (zones to zone_fill).
+    async fn precondition(self: Rc<Self>) -> Result<(), RunError> {
+        match &self.target {
+            Target::Zoned(_) => {
+                let cap = self.geo.zone_cap_bytes;
+                let want = self.spec.zone_fill.resolve(cap, self.lba) / self.lba;
+                for z in self.report().await? {
+                    if z.wp_valid() && z.written_lbas() < want {
+                        self.fill_zone(z.start_lba, z.write_pointer, want).await?;
+                    }
+                }
+            }
+            Target::Block(_) => {
+                let chunk = self.geo.max_transfer_bytes.clamp(self.lba, 512 << 10);
+                let buf = vec![0u8; chunk as usize];
+                let mut at = self.start;
+                let end = self.start + self.len;
+                while at < end {
+                    let n = chunk.min(end - at);
+                    self.target
+                        .write(at / self.lba, &buf[..n as usize])
+                        .await
+                        .map_err(|e| self.io_err(e))?;
+                    at += n;
+                }
+            }
+        }
+        if self.spec.precondition == Precondition::Cold {
+            self.target.flush().await.map_err(|e| self.io_err(e))?;
+        }
+        Ok(())
+    }
+
+    fn done_fraction(&self) -> f64 {
+        let st = self.st.borrow();
+        if st.ended {
+            return 1.0;
+        }
+        let now = self.handle.now_ns();
+        let by_time = if self.deadline.get() != u64::MAX {
+            let span = self
+                .deadline
+                .get()
+                .saturating_sub(self.started_ns.get())
+                .max(1);
+            Some(now.saturating_sub(self.started_ns.get()) as f64 / span as f64)
+        } else {
+            None
+        };
+        let by_size = if self.spec.time_based {
+            None
+        } else if self.spec.zone_op.is_some() {
+            Some(st.zone_op_next as f64 / st.zones.len().max(1) as f64)
+        } else {
+            Some(st.issued_bytes as f64 / st.limit_bytes.max(1) as f64)
+        };
+        let f = match (by_time, by_size) {
+            (Some(a), Some(b)) => a.max(b),
+            (Some(a), None) | (None, Some(a)) => a,
+            (None, None) => 0.0,
+        };
+        f.clamp(0.0, 1.0)
     }
 
     async fn run(self: Rc<Self>) -> Result<(JobReport, bool), RunError> {
+        let delay = self.spec.startdelay.as_nanos() as u64;
+        if delay > 0 {
+            let s = &self.shared.starting;
+            s.set(s.get() + 1);
+            self.handle.sleep(delay).await;
+            s.set(s.get() - 1);
+            self.shared.changed.notify_waiters();
+        }
         let now = self.handle.now_ns();
+        self.started_ns.set(now);
         let ramp = self.spec.ramp_time.as_nanos() as u64;
         self.measure_from.set(now + ramp);
         if let Some(rt) = self.spec.runtime {
             self.deadline.set(now + ramp + rt.as_nanos() as u64);
         }
-        if self.zbd_writes() {
-            let cfg = self.dev.config();
-            let first = self.start / self.lba;
-            let nz = self.len.div_ceil(cfg.zone_size_lbas * self.lba) as usize;
-            let zones = self
-                .dev
-                .report_zones(first, ReportFilter::All, nz)
-                .await
-                .map_err(|err| RunError::Io {
-                    job: self.spec.name.clone(),
-                    err,
-                })?;
-            let mut st = self.state.borrow_mut();
-            st.zones = zones
-                .iter()
-                .map(|z| ZoneCursor {
-                    start_lba: z.start_lba,
-                    cap_lbas: z.capacity_lbas,
-                    next: if z.wp_valid() {
-                        z.write_pointer - z.start_lba
-                    } else {
-                        z.capacity_lbas
-                    },
-                    inflight: 0,
-                    resetting: false,
-                })
-                .collect();
-            // Only the zones' capacity can be written without resets.
-            let cap: u64 = st.zones.iter().map(|z| z.cap_lbas * self.lba).sum();
-            if !self.spec.time_based {
-                st.limit_bytes = st.limit_bytes.min(cap);
+        let result = self.clone().run_inner().await;
+        // release what the job holds, whatever happened
+        {
+            let mut st = self.st.borrow_mut();
+            st.ended = true;
+            let held = st.open_set.len() as u32;
+            self.zbd.open.set(self.zbd.open.get().saturating_sub(held));
+            for zi in std::mem::take(&mut st.open_set) {
+                st.zones[zi].open = false;
             }
         }
-        let depth = if self.zbd_writes() && !self.deep_zone_writes() {
-            1
-        } else {
-            self.spec.effective_iodepth().max(1)
-        };
-        let mut workers = Vec::new();
-        for _ in 0..depth {
-            let me = self.clone();
-            workers.push(self.handle.spawn(async move { me.worker().await }));
+        if self.spec.flow != 0 {
+            self.shared
+                .flow(self.spec.flow_id)
+                .leave(self.flow_weight());
         }
-        for w in workers {
-            w.await;
-        }
-        let mut st = self.state.borrow_mut();
+        self.shared.changed.notify_waiters();
+        result?;
+        let mut st = self.st.borrow_mut();
         if let Some(err) = st.error {
-            return Err(RunError::Io {
-                job: self.spec.name.clone(),
-                err,
-            });
+            return Err(self.io_err(err));
         }
-        st.read.lats_ns.sort_unstable();
-        st.write.lats_ns.sort_unstable();
+        let end = if self.deadline.get() != u64::MAX {
+            st.last_done_ns.min(self.deadline.get())
+        } else {
+            st.last_done_ns
+        };
         let report = JobReport {
             name: self.spec.name.clone(),
             groupid: self.spec.group,
             jobs: 1,
             read: std::mem::take(&mut st.read),
             write: std::mem::take(&mut st.write),
-            runtime_ns: st.last_done_ns.saturating_sub(self.measure_from.get()),
+            zone_ops: std::mem::take(&mut st.ops),
+            runtime_ns: end.saturating_sub(self.measure_from.get()),
             zone_resets: st.resets,
             percentile_list: self.spec.percentile_list.clone(),
+            clat_percentiles: self.spec.clat_percentiles,
+            lat_percentiles: self.spec.lat_percentiles,
+            iodepth: self.spec.effective_iodepth(),
+            rw: self.spec.rw,
+            bs: self.spec.bs,
+            ioengine: self.spec.ioengine.as_str(),
+            options: self.spec.options.clone(),
         };
         Ok((report, self.spec.group_reporting))
     }
 
-    fn next_step(&self) -> Step {
-        let now = self.handle.now_ns();
-        let mut st = self.state.borrow_mut();
-        if st.error.is_some() || now >= self.deadline.get() {
-            return Step::Done;
-        }
-        if !self.spec.time_based && st.issued_bytes >= st.limit_bytes {
-            return Step::Done;
-        }
-        let bs = self.spec.bs;
-        let is_read = match self.spec.rw {
-            Rw::Read | Rw::RandRead => true,
-            Rw::Write | Rw::RandWrite => false,
-            Rw::ReadWrite | Rw::RandRw => st.rng.below_u64(100) < u64::from(self.spec.rwmixread),
-        };
-        if !is_read && self.spec.zonemode == ZoneMode::Zbd {
-            let nz = st.zones.len();
-            if nz == 0 {
-                return Step::Done;
-            }
-            for _ in 0..=nz {
-                let zi = st.cur_zone;
-                let z = &mut st.zones[zi];
-                if z.resetting {
-                    return Step::Wait;
-                }
-                if z.next < z.cap_lbas {
-                    let n = (bs / self.lba).min(z.cap_lbas - z.next);
-                    let slba = z.start_lba + z.next;
-                    z.next += n;
-                    z.inflight += 1;
-                    let zslba = z.start_lba;
-                    st.issued_bytes += n * self.lba;
-                    return if self.spec.zone_append {
-                        Step::Append(zslba, n * self.lba, zi)
+    async fn run_inner(self: Rc<Self>) -> Result<(), RunError> {
+        if self.zbd() || self.spec.zone_op.is_some() {
+            let zones = self.report().await?;
+            let wlimit = self
+                .spec
+                .zone_write_limit
+                .map(|s| s.resolve(self.geo.capacity_bytes, self.geo.zone_bytes, self.lba));
+            let mut st = self.st.borrow_mut();
+            st.zones = zones
+                .iter()
+                .map(|z| {
+                    let written = if z.wp_valid() {
+                        z.written_lbas()
+                    } else if z.state == zns_core::ZoneState::Full {
+                        z.capacity_lbas
                     } else {
-                        Step::Write(slba, n * self.lba, zi)
+                        0
                     };
-                }
-                // Zone full: move on, resetting when the range wraps.
-                let next = (zi + 1) % nz;
-                st.cur_zone = next;
-                let nzc = &mut st.zones[next];
-                if nzc.next >= nzc.cap_lbas {
-                    if nzc.inflight > 0 {
-                        return Step::Wait;
+                    let limit = match wlimit {
+                        Some(b) => (b / self.lba).clamp(1, z.capacity_lbas),
+                        None => z.capacity_lbas,
+                    };
+                    ZoneCursor {
+                        start_lba: z.start_lba,
+                        limit_lbas: limit,
+                        next: written,
+                        readable: written,
+                        inflight: 0,
+                        busy: false,
+                        open: false,
+                        zrwa: false,
+                        flushed: written,
+                        done: written,
                     }
-                    nzc.resetting = true;
-                    return Step::Reset(next);
+                })
+                .collect();
+            st.read_zones = (0..st.zones.len())
+                .filter(|&i| st.zones[i].readable > 0)
+                .collect();
+            if self.spec.zone_op.is_none() && !self.spec.time_based {
+                if self.spec.rw == Rw::Read {
+                    let readable: u64 = st.zones.iter().map(|z| z.readable * self.lba).sum();
+                    st.limit_bytes = st.limit_bytes.min(readable);
+                } else if self.spec.rw == Rw::Write && !self.spec.zrwa {
+                    let writable: u64 = st.zones.iter().map(|z| z.limit_lbas * self.lba).sum();
+                    st.limit_bytes = st.limit_bytes.min(writable);
                 }
             }
-            return Step::Wait;
+            let reads_only = !self.spec.rw.has_writes() && self.spec.zone_op.is_none();
+            if reads_only && st.read_zones.is_empty() {
+                return Err(RunError::Setup {
+                    job: self.spec.name.clone(),
+                    msg: "zonemode=zbd reads only below write pointers, and nothing is written in the job's range: write it first (e.g. a write job before it with stonewall) or set precondition=fill".into(),
+                });
+            }
         }
-        let blocks = (self.len / bs).max(1);
-        let off = if self.spec.rw.is_random() {
-            st.rng.below_u64(blocks) * bs
+        let workers = self.worker_count();
+        let mut handles = Vec::new();
+        for _ in 0..workers {
+            let me = self.clone();
+            self.shared
+                .active_workers
+                .set(self.shared.active_workers.get() + 1);
+            handles.push(self.handle.spawn(async move {
+                let r = if me.spec.zone_op.is_some() {
+                    me.clone().zone_op_worker().await
+                } else {
+                    me.clone().worker().await
+                };
+                me.shared
+                    .active_workers
+                    .set(me.shared.active_workers.get() - 1);
+                me.shared.changed.notify_waiters();
+                r
+            }));
+        }
+        let mut first_err = Ok(());
+        for h in handles {
+            if let Err(e) = h.await {
+                if first_err.is_ok() {
+                    first_err = Err(e);
+                }
+            }
+        }
+        first_err
+    }
+
+    fn worker_count(&self) -> u32 {
+        let depth = self.spec.effective_iodepth().max(1);
+        if self.zbd_writes() && !self.deep_zone_writes() && !self.spec.rw.has_reads() {
+            // one write in flight per zone: as many workers as zones it may hold
+            let zones = if self.spec.rw.is_random() {
+                self.job_open_limit()
+            } else {
+                1
+            };
+            depth.min(zones.max(1))
         } else {
-            let o = st.seq_pos;
-            st.seq_pos = (st.seq_pos + bs) % (blocks * bs);
-            o
+            depth
+        }
+    }
+
+    fn job_open_limit(&self) -> u32 {
+        let l = if self.spec.job_max_open_zones > 0 {
+            self.spec.job_max_open_zones
+        } else {
+            self.zbd.limit.get()
         };
-        st.issued_bytes += bs;
-        let slba = (self.start + off) / self.lba;
-        if is_read {
-            Step::Read(slba, bs)
-        } else {
-            Step::Write(slba, bs, usize::MAX)
+        l.max(1)
+    }
+
+    // ----------------------------------------------------------------- zone ops
+
+    async fn zone_op_worker(self: Rc<Self>) -> Result<(), RunError> {
+        let op = self.spec.zone_op.expect("zone_op job");
+        let fill = self.spec.options.contains_key("zone_fill");
+        let think = self.spec.thinktime.as_nanos() as u64;
+        loop {
+            let zi = {
+                let mut st = self.st.borrow_mut();
+                let limit_ios = self.spec.number_ios;
+                if self.abort.get()
+                    || st.error.is_some()
+                    || self.handle.now_ns() >= self.deadline.get()
+                    || (limit_ios > 0 && st.issued_ios >= limit_ios)
+                {
+                    return Ok(());
+                }
+                if st.zone_op_next >= st.zones.len() {
+                    if !self.spec.time_based || st.zones.is_empty() {
+                        return Ok(());
+                    }
+                    st.zone_op_next = 0;
+                }
+                let zi = st.zone_op_next;
+                st.zone_op_next += 1;
+                st.issued_ios += 1;
+                zi
+            };
+            let zslba = self.st.borrow().zones[zi].start_lba;
+            if fill {
+                let zone = &self.report_one(zslba).await?;
+                let cap = zone.capacity_lbas * self.lba;
+                let want = self.spec.zone_fill.resolve(cap, self.lba) / self.lba;
+                if zone.wp_valid() && zone.written_lbas() < want {
+                    self.fill_zone(zslba, zone.write_pointer, want).await?;
+                }
+            }
+            if think > 0 {
+                self.handle.sleep(think).await;
+            }
+            let action = match op {
+                ZoneOp::Reset => ZoneAction::Reset,
+                ZoneOp::Finish => ZoneAction::Finish,
+                ZoneOp::Open => ZoneAction::Open { zrwa: false },
+                ZoneOp::Close => ZoneAction::Close,
+            };
+            self.timed_mgmt(send(action, zslba), op_key(op)).await?;
+            // keep the device within its open / active limits
+            match op {
+                ZoneOp::Open => {
+                    self.timed_mgmt(send(ZoneAction::Reset, zslba), "reset")
+                        .await?
+                }
+                ZoneOp::Close => {
+                    self.timed_mgmt(send(ZoneAction::Reset, zslba), "reset")
+                        .await?
+                }
+                ZoneOp::Reset | ZoneOp::Finish => {}
+            }
+        }
+    }
+
+    async fn report_one(&self, zslba: u64) -> Result<zns_core::ZoneDescriptor, RunError> {
+        let dev = self.target.zoned().expect("zoned target");
+        dev.report_zones(zslba, ReportFilter::All, 1)
+            .await
+            .map_err(|e| self.io_err(e))?
+            .into_iter()
+            .next()
+            .ok_or_else(|| RunError::Setup {
+                job: self.spec.name.clone(),
+                msg: format!("no zone at LBA {zslba}"),
+            })
+    }
+
+    /// A zone-management command timed and recorded under `key`.
+    async fn timed_mgmt(&self, cmd: ZoneSendCmd, key: &'static str) -> Result<(), RunError> {
+        let dev = self.target.zoned().expect("zoned target");
+        let submit = self.handle.now_ns();
+        let r = dev.zone_send(cmd).await;
+        match r {
+            Ok(()) => {
+                self.record_op(key, submit);
+                Ok(())
+            }
+            Err(e) => {
+                self.st.borrow_mut().error.get_or_insert(e);
+                Err(self.io_err(e))
+            }
+        }
+    }
+
+    fn record_op(&self, key: &'static str, submit: u64) {
+        let now = self.handle.now_ns();
+        if submit < self.measure_from.get() {
+            return;
+        }
+        let since = now - self.measure_from.get();
+        let mut st = self.st.borrow_mut();
+        st.last_done_ns = st.last_done_ns.max(now);
+        st.ops.entry(key).or_default().add(0, now - submit, since);
+    }
+
+    // ----------------------------------------------------------------- data I/O
+
+    async fn worker(self: Rc<Self>) -> Result<(), RunError> {
+        let mut buf = vec![0u8; self.spec.bs as usize];
+        let think = self.spec.thinktime.as_nanos() as u64;
+        loop {
+            let step = self.next_step();
+            let submit = self.handle.now_ns();
+            match step {
+                Step::Done => return Ok(()),
+                Step::WaitChange => {
+                    let w = &self.shared.waiting_workers;
+                    w.set(w.get() + 1);
+                    self.shared.changed.notified().await;
+                    w.set(w.get() - 1);
+                    continue;
+                }
+                Step::SleepUntil(t) => {
+                    self.handle.sleep_until(t).await;
+                    continue;
+                }
+                Step::Read(slba, n) => {
+                    let r = self.target.read(slba, &mut buf[..n as usize]).await;
+                    self.record(true, n, submit, r);
+                }
+                Step::Write(slba, n, zi) => {
+                    let r = self.target.write(slba, &buf[..n as usize]).await;
+                    let ok = r.is_ok();
+                    self.record(false, n, submit, r);
+                    if ok && zi != usize::MAX {
+                        self.zone_write_done(zi, n / self.lba).await?;
+                    }
+                }
+                Step::Append(zslba, n, zi) => {
+                    let dev = self.target.zoned().expect("zoned target");
+                    let r = dev
+                        .append(zslba, &buf[..n as usize], zns_core::IoFlags::NONE)
+                        .await
+                        .map(|_| ());
+                    let ok = r.is_ok();
+                    self.record(false, n, submit, r);
+                    if ok {
+                        self.zone_write_done(zi, n / self.lba).await?;
+                    }
+                }
+                Step::Mgmt(cmd, key, zi) => {
+                    let r = self.timed_mgmt(cmd, key).await;
+                    self.st.borrow_mut().zones[zi].busy = false;
+                    self.shared.changed.notify_waiters();
+                    r?;
+                    continue;
+                }
+                Step::Reset(zi) => {
+                    let zslba = self.st.borrow().zones[zi].start_lba;
+                    let r = self
+                        .timed_mgmt(send(ZoneAction::Reset, zslba), "reset")
+                        .await;
+                    {
+                        let mut st = self.st.borrow_mut();
+                        let z = &mut st.zones[zi];
+                        z.busy = false;
+                        if r.is_ok() {
+                            z.next = 0;
+                            z.readable = 0;
+                            z.flushed = 0;
+                            z.done = 0;
+                            z.zrwa = false;
+                            st.resets += 1;
+                            st.read_zones.retain(|&i| i != zi);
+                        }
+                    }
+                    self.shared.changed.notify_waiters();
+                    r?;
+                    continue;
+                }
+            }
+            if think > 0 {
+                self.handle.sleep(think).await;
+            }
         }
     }
 
     fn record(&self, is_read: bool, bytes: u64, submit: u64, res: Result<(), NvmeError>) {
         let now = self.handle.now_ns();
-        let mut st = self.state.borrow_mut();
+        if is_read {
+            self.shared.read_ios.set(self.shared.read_ios.get() + 1);
+        } else {
+            self.shared.write_ios.set(self.shared.write_ios.get() + 1);
+        }
+        if self.spec.flow != 0 {
+            // flow-controlled jobs may now be under their share
+            self.shared.changed.notify_waiters();
+        }
+        let mut st = self.st.borrow_mut();
         if let Err(e) = res {
             st.error.get_or_insert(e);
             return;
@@ -463,171 +1205,364 @@ impl JobRun {
             return;
         }
         st.last_done_ns = st.last_done_ns.max(now);
+        let since = now - self.measure_from.get();
         let d = if is_read { &mut st.read } else { &mut st.write };
-        d.io_bytes += bytes;
-        d.total_ios += 1;
-        d.lats_ns.push(now - submit);
+        d.add(bytes, now - submit, since);
     }
 
-    async fn worker(self: Rc<Self>) {
-        let bs = self.spec.bs as usize;
-        let mut buf = vec![0u8; bs];
-        loop {
-            let step = self.next_step();
-            let submit = self.handle.now_ns();
-            match step {
-                Step::Done => break,
-                Step::Wait => {
-                    self.handle.sleep(500).await;
+    /// Bookkeeping after a write of `lbas` to zone `zi` completed: readable
+    /// data, ZRWA flushes, retiring a zone that is done, reset-threshold resets.
+    async fn zone_write_done(&self, zi: usize, lbas: u64) -> Result<(), RunError> {
+        let mut follow: Option<(ZoneSendCmd, &'static str)> = None;
+        {
+            let mut st = self.st.borrow_mut();
+            let rnd_zrwa = self.spec.zrwa && self.spec.rw.is_random();
+            let z = &mut st.zones[zi];
+            z.inflight -= 1;
+            if !rnd_zrwa {
+                z.done += lbas;
+                z.readable = z.readable.max(z.done);
+            }
+            let z = z.clone();
+            if z.readable > 0 && !st.read_zones.contains(&zi) {
+                st.read_zones.push(zi);
+            }
+            // explicit ZRWA flush every zrwa_flush_bytes (when nothing is in flight)
+            if let Some(fb) = self.spec.zrwa_flush_bytes {
+                let f =
+                    fb.resolve(self.geo.capacity_bytes, self.geo.zone_bytes, self.lba) / self.lba;
+                if z.zrwa && z.inflight == 0 && !z.busy && z.next - z.flushed >= f {
+                    let to = z.flushed + (z.next - z.flushed) / f * f;
+                    st.zones[zi].flushed = to;
+                    st.zones[zi].busy = true;
+                    follow = Some((
+                        send(ZoneAction::FlushZrwa, z.start_lba + to - 1),
+                        "zrwa_flush",
+                    ));
                 }
-                Step::Read(slba, n) => {
-                    let r = self.dev.read(slba, &mut buf[..n as usize]).await;
-                    self.record(true, n, submit, r);
+            }
+            let z = st.zones[zi].clone();
+            // a zone whose writes are all done leaves the open set
+            if follow.is_none() && z.open && z.room() == 0 && z.inflight == 0 && !z.busy {
+                let cap = self.geo.zone_cap_bytes / self.lba;
+                if z.limit_lbas < cap {
+                    // zone_write_limit: finish the partly written zone
+                    st.zones[zi].busy = true;
+                    follow = Some((send(ZoneAction::Finish, z.start_lba), "finish"));
+                    st.zones[zi].readable = z.limit_lbas;
+                } else if z.zrwa && z.flushed < z.limit_lbas {
+                    st.zones[zi].busy = true;
+                    st.zones[zi].flushed = z.limit_lbas;
+                    follow = Some((
+                        send(ZoneAction::FlushZrwa, z.start_lba + z.limit_lbas - 1),
+                        "zrwa_flush",
+                    ));
                 }
-                Step::Write(slba, n, zi) => {
-                    let r = self
-                        .dev
-                        .write(slba, &buf[..n as usize], IoFlags::NONE)
-                        .await;
-                    self.zone_done(zi);
-                    self.record(false, n, submit, r);
-                }
-                Step::Append(zslba, n, zi) => {
-                    let r = self
-                        .dev
-                        .append(zslba, &buf[..n as usize], IoFlags::NONE)
-                        .await
-                        .map(|_| ());
-                    self.zone_done(zi);
-                    self.record(false, n, submit, r);
-                }
-                Step::Reset(zi) => {
-                    let slba = self.state.borrow().zones[zi].start_lba;
-                    let r = self
-                        .dev
-                        .zone_send(ZoneSendCmd {
-                            action: ZoneAction::Reset,
-                            slba,
-                            select_all: false,
-                        })
-                        .await;
-                    let mut st = self.state.borrow_mut();
-                    match r {
-                        Ok(()) => st.resets += 1,
-                        Err(e) => {
-                            st.error.get_or_insert(e);
-                        }
-                    }
-                    let z = &mut st.zones[zi];
-                    z.next = 0;
-                    z.resetting = false;
+                self.release_zone(&mut st, zi);
+            }
+        }
+        if let Some((cmd, key)) = follow {
+            let r = self.timed_mgmt(cmd, key).await;
+            self.st.borrow_mut().zones[zi].busy = false;
+            if key == "finish" {
+                self.st.borrow_mut().zones[zi].next = self.geo.zone_cap_bytes / self.lba;
+            }
+            self.shared.changed.notify_waiters();
+            r?;
+            // the flush may have been the zone's last step
+            let retire = {
+                let st = self.st.borrow();
+                let z = &st.zones[zi];
+                z.open && z.room() == 0 && z.inflight == 0
+            };
+            if retire {
+                let mut st = self.st.borrow_mut();
+                self.release_zone(&mut st, zi);
+            }
+        }
+        self.shared.changed.notify_waiters();
+        Ok(())
+    }
+
+    fn release_zone(&self, st: &mut JobState, zi: usize) {
+        if st.zones[zi].open {
+            st.zones[zi].open = false;
+            st.open_set.retain(|&i| i != zi);
+            self.zbd.open.set(self.zbd.open.get().saturating_sub(1));
+        }
+    }
+
+    fn next_step(&self) -> Step {
+        let now = self.handle.now_ns();
+        let mut st = self.st.borrow_mut();
+        if self.abort.get() || st.error.is_some() || now >= self.deadline.get() {
+            return Step::Done;
+        }
+        if self.spec.number_ios > 0 && st.issued_ios >= self.spec.number_ios {
+            return Step::Done;
+        }
+        if !self.spec.time_based && st.issued_bytes >= st.limit_bytes {
+            return Step::Done;
+        }
+        // flow control: stall while this job is ahead of its weight share
+        if self.spec.flow != 0 {
+            let flow = self.shared.flow(self.spec.flow_id);
+            if flow.active_jobs.get() > 1 && flow.counter.get() > 0 {
+                let mine = st.flow_count as f64 / flow.counter.get() as f64;
+                let share = self.flow_weight() as f64 / flow.total_weight.get().max(1) as f64;
+                if mine > share {
+                    return Step::WaitChange;
                 }
             }
         }
-    }
-
-    fn zone_done(&self, zi: usize) {
-        if zi != usize::MAX {
-            let mut st = self.state.borrow_mut();
-            st.zones[zi].inflight -= 1;
+        let bs = self.spec.bs;
+        let is_read = match self.spec.rw {
+            Rw::Read | Rw::RandRead => true,
+            Rw::Write | Rw::RandWrite => false,
+            Rw::ReadWrite | Rw::RandRw => st.rng.below_u64(100) < u64::from(self.spec.rwmixread),
+        };
+        // rate limits: the next I/O of a direction may not start before
+        // start + issued / rate
+        let started = self.started_ns.get();
+        let (dir_bytes, dir_ios) = if is_read {
+            (st.issued_read_bytes, st.issued_read_ios)
+        } else {
+            (st.issued_write_bytes, st.issued_write_ios)
+        };
+        let mut not_before = 0u64;
+        let pick = |r: &crate::job::RateSpec| if is_read { r.read } else { r.write };
+        if let Some(rate) = self.spec.rate.as_ref().and_then(pick).filter(|&r| r > 0) {
+            not_before =
+                not_before.max(started + (dir_bytes as u128 * 1_000_000_000 / rate as u128) as u64);
         }
+        if let Some(rate) = self
+            .spec
+            .rate_iops
+            .as_ref()
+            .and_then(pick)
+            .filter(|&r| r > 0)
+        {
+            not_before =
+                not_before.max(started + (dir_ios as u128 * 1_000_000_000 / rate as u128) as u64);
+        }
+        if not_before > now {
+            return Step::SleepUntil(not_before.min(self.deadline.get()));
+        }
+        let step = if self.zbd() {
+            if is_read {
+                self.zbd_read(&mut st)
+            } else {
+                self.zbd_write(&mut st)
+            }
+        } else {
+            let blocks = (self.len / bs).max(1);
+            let off = if self.spec.rw.is_random() {
+                st.rng.below_u64(blocks) * bs
+            } else {
+                let o = st.seq_pos;
+                st.seq_pos = (st.seq_pos + bs) % (blocks * bs);
+                o
+            };
+            let slba = (self.start + off) / self.lba;
+            if is_read {
+                Step::Read(slba, bs)
+            } else {
+                Step::Write(slba, bs, usize::MAX)
+            }
+        };
+        let bytes = match step {
+            Step::Read(_, n) | Step::Write(_, n, _) | Step::Append(_, n, _) => n,
+            _ => return step,
+        };
+        st.issued_bytes += bytes;
+        st.issued_ios += 1;
+        if is_read {
+            st.issued_read_bytes += bytes;
+            st.issued_read_ios += 1;
+        } else {
+            st.issued_write_bytes += bytes;
+            st.issued_write_ios += 1;
+        }
+        if self.spec.flow != 0 {
+            st.flow_count += 1;
+            let flow = self.shared.flow(self.spec.flow_id);
+            flow.counter.set(flow.counter.get() + 1);
+        }
+        step
     }
-}
 
-fn lat_json(d: &DirStats, pcts: &[f64]) -> Json {
-    let mut p = Map::new();
-    for &q in pcts {
-        p.insert(format!("{q:.6}"), json!(d.percentile(q)));
+    /// A read below a write pointer (fio's zbd rule).
+    fn zbd_read(&self, st: &mut JobState) -> Step {
+        let bs_lbas = self.spec.bs / self.lba;
+        if st.read_zones.is_empty() {
+            return if st.open_set.is_empty() && !self.spec.rw.has_writes() {
+                Step::Done
+            } else {
+                Step::WaitChange
+            };
+        }
+        if self.spec.rw.is_random() {
+            let k = st.rng.below_u64(st.read_zones.len() as u64) as usize;
+            let z = &st.zones[st.read_zones[k]];
+            let blocks = (z.readable / bs_lbas).max(1);
+            let n = bs_lbas.min(z.readable);
+            let off = st.rng.below_u64(blocks) * bs_lbas;
+            let off = off.min(z.readable - n);
+            return Step::Read(z.start_lba + off, n * self.lba);
+        }
+        // sequential: zone by zone up to the readable end, wrapping
+        let nz = st.zones.len();
+        for _ in 0..=nz {
+            let (zi, off) = st.seq_read;
+            let z = &st.zones[zi % nz];
+            if off < z.readable {
+                let n = bs_lbas.min(z.readable - off);
+                let slba = z.start_lba + off;
+                st.seq_read = (zi % nz, off + n);
+                return Step::Read(slba, n * self.lba);
+            }
+            st.seq_read = ((zi + 1) % nz, 0);
+        }
+        Step::WaitChange
     }
-    json!({
-        "min": d.min(),
-        "max": d.max(),
-        "mean": d.mean(),
-        "stddev": d.stddev(),
-        "N": d.total_ios,
-        "percentile": Json::Object(p),
-    })
-}
 
-fn dir_json(d: &DirStats, runtime_ns: u64, pcts: &[f64]) -> Json {
-    let secs = runtime_ns as f64 / 1e9;
-    let (bw_bytes, iops) = if runtime_ns == 0 {
-        (0, 0.0)
-    } else {
-        ((d.io_bytes as f64 / secs) as u64, d.total_ios as f64 / secs)
-    };
-    let runtime_ms = if d.total_ios == 0 {
-        0
-    } else {
-        runtime_ns.div_ceil(1_000_000)
-    };
-    json!({
-        "io_bytes": d.io_bytes,
-        "io_kbytes": d.io_bytes / 1024,
-        "bw_bytes": bw_bytes,
-        "bw": bw_bytes / 1024,
-        "iops": iops,
-        "runtime": runtime_ms,
-        "total_ios": d.total_ios,
-        "short_ios": 0,
-        "drop_ios": 0,
-        "slat_ns": {"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0, "N": 0},
-        "clat_ns": lat_json(d, pcts),
-        "lat_ns": lat_json(d, pcts),
-    })
-}
-
-impl RunReport {
-    /// fio's `--output-format=json` layout.
-    pub fn to_fio_json(&self) -> Json {
-        let jobs: Vec<Json> = self
-            .jobs
+    /// A write at the write pointer of a zone the job holds open, opening,
+    /// resetting or waiting as fio's zbd code would.
+    fn zbd_write(&self, st: &mut JobState) -> Step {
+        let bs_lbas = self.spec.bs / self.lba;
+        let deep = self.deep_zone_writes();
+        let random = self.spec.rw.is_random();
+        // zone_reset_threshold / zone_reset_frequency
+        if self.spec.zone_reset_frequency > 0.0 {
+            let period = (1.0 / self.spec.zone_reset_frequency).ceil().max(1.0) as u64;
+            if st.writes_since_reset_check >= period {
+                let written: u64 = st.zones.iter().map(|z| z.readable).sum();
+                let range = (self.len / self.lba).max(1);
+                if written as f64 / range as f64 > self.spec.zone_reset_threshold {
+                    st.writes_since_reset_check = 0;
+                    let n = st.zones.len() as u64;
+                    let from = st.rng.below_u64(n.max(1)) as usize;
+                    for k in 0..st.zones.len() {
+                        let zi = (from + k) % st.zones.len();
+                        let z = &st.zones[zi];
+                        if !z.open && !z.busy && z.inflight == 0 && z.next > 0 {
+                            st.zones[zi].busy = true;
+                            return Step::Reset(zi);
+                        }
+                    }
+                }
+            }
+            st.writes_since_reset_check += 1;
+        }
+        // random ZRWA writes: in-place overwrites inside the window
+        let usable = |z: &ZoneCursor| !z.busy && (deep || z.inflight == 0) && z.room() > 0;
+        let want_more = st.open_set.len() < self.job_open_limit() as usize;
+        let candidates: Vec<usize> = st
+            .open_set
             .iter()
-            .map(|j| {
-                json!({
-                    "jobname": j.name,
-                    "groupid": j.groupid,
-                    "error": 0,
-                    "job_runtime": j.runtime_ns / 1_000_000,
-                    "read": dir_json(&j.read, j.runtime_ns, &j.percentile_list),
-                    "write": dir_json(&j.write, j.runtime_ns, &j.percentile_list),
-                    "zone_resets": j.zone_resets,
-                })
-            })
+            .copied()
+            .filter(|&i| usable(&st.zones[i]))
             .collect();
-        json!({
-            "fio version": concat!("znskit-", env!("CARGO_PKG_VERSION")),
-            "timestamp": 0,
-            "global options": {"randseed": self.seed.to_string()},
-            "jobs": jobs,
-        })
+        let use_open = if random {
+            // fio: a random offset; its zone if held, else open another while allowed
+            if !candidates.is_empty() && (!want_more || st.rng.below_u64(2) == 0) {
+                Some(candidates[st.rng.below_u64(candidates.len() as u64) as usize])
+            } else {
+                None
+            }
+        } else {
+            candidates.first().copied()
+        };
+        let zi = match use_open {
+            Some(zi) => zi,
+            None => {
+                if !want_more || self.zbd.open.get() >= self.zbd.limit.get() {
+                    if candidates.is_empty() {
+                        return Step::WaitChange;
+                    }
+                    candidates[0]
+                } else if !random && st.open_set.iter().any(|&i| st.zones[i].room() > 0) {
+                    // sequential: keep writing the held zone; wait for it
+                    return Step::WaitChange;
+                } else {
+                    // open a new zone
+                    let nz = st.zones.len();
+                    let from = if random {
+                        st.rng.below_u64(nz as u64) as usize
+                    } else {
+                        st.next_zone
+                    };
+                    let mut chosen = None;
+                    for k in 0..nz {
+                        let i = (from + k) % nz;
+                        let z = &st.zones[i];
+                        if z.open || z.busy || z.inflight > 0 {
+                            continue;
+                        }
+                        chosen = Some(i);
+                        break;
+                    }
+                    let Some(zi) = chosen else {
+                        return if candidates.is_empty() {
+                            Step::WaitChange
+                        } else {
+                            // everything else is busy: use a held zone
+                            let zi = candidates[0];
+                            return self.write_in(st, zi, bs_lbas);
+                        };
+                    };
+                    if !random {
+                        st.next_zone = (zi + 1) % nz;
+                    }
+                    self.zbd.open.set(self.zbd.open.get() + 1);
+                    st.zones[zi].open = true;
+                    st.open_set.push(zi);
+                    if st.zones[zi].room() == 0 {
+                        // full (or at its write limit): reset before writing again
+                        st.zones[zi].busy = true;
+                        return Step::Reset(zi);
+                    }
+                    if self.spec.zrwa && !st.zones[zi].zrwa {
+                        st.zones[zi].zrwa = true;
+                        st.zones[zi].busy = true;
+                        let zslba = st.zones[zi].start_lba;
+                        return Step::Mgmt(
+                            send(ZoneAction::Open { zrwa: true }, zslba),
+                            "open",
+                            zi,
+                        );
+                    }
+                    zi
+                }
+            }
+        };
+        if st.zones[zi].room() == 0 || st.zones[zi].busy {
+            return Step::WaitChange;
+        }
+        self.write_in(st, zi, bs_lbas)
     }
-}
 
-/// Options the parser accepts but this runner does not carry out yet are an
-/// error naming the option, never silently ignored.
-fn check_implemented(spec: &JobSpec) -> Result<(), RunError> {
-    let not_yet = [
-        ("rate", spec.rate.is_some()),
-        ("rate_iops", spec.rate_iops.is_some()),
-        ("flow", spec.flow != 0),
-        ("max_open_zones", spec.max_open_zones != 0),
-        ("job_max_open_zones", spec.job_max_open_zones != 0),
-        ("zone_reset_threshold", spec.zone_reset_threshold != 0.0),
-        ("zone_reset_frequency", spec.zone_reset_frequency != 0.0),
-        ("zone_op", spec.zone_op.is_some()),
-        (
-            "precondition",
-            spec.precondition != crate::job::Precondition::None,
-        ),
-    ];
-    match not_yet.iter().find(|(_, set)| *set) {
-        Some((name, _)) => Err(RunError::Setup {
-            job: spec.name.clone(),
-            msg: format!(
-                "option `{name}` is accepted by the parser but not carried out by the runner yet"
-            ),
-        }),
-        None => Ok(()),
+    fn write_in(&self, st: &mut JobState, zi: usize, bs_lbas: u64) -> Step {
+        if self.spec.zrwa && self.spec.rw.is_random() {
+            let zrwa_lbas = self.geo.zrwa.as_ref().map_or(bs_lbas, |z| z.size_lbas);
+            let z = &st.zones[zi];
+            let window = zrwa_lbas.min(z.limit_lbas - z.flushed);
+            let slots = (window / bs_lbas).max(1);
+            let off = z.flushed + st.rng.below_u64(slots) * bs_lbas;
+            let n = bs_lbas.min(z.limit_lbas - off);
+            st.zones[zi].inflight += 1;
+            return Step::Write(st.zones[zi].start_lba + off, n * self.lba, zi);
+        }
+        let z = &mut st.zones[zi];
+        let n = bs_lbas.min(z.room());
+        let slba = z.start_lba + z.next;
+        z.next += n;
+        z.inflight += 1;
+        let zslba = z.start_lba;
+        if self.spec.zone_append {
+            Step::Append(zslba, n * self.lba, zi)
+        } else {
+            Step::Write(slba, n * self.lba, zi)
+        }
     }
 }

@@ -298,9 +298,18 @@ fn command_line_equals_ini() {
         "--offset=0",
         "--flow=7",
     ];
+    // the same jobs; only the record of how options were spelled differs
+    let strip = |v: Vec<zns_bench::job::JobSpec>| {
+        v.into_iter()
+            .map(|mut j| {
+                j.options.clear();
+                j
+            })
+            .collect::<Vec<_>>()
+    };
     assert_eq!(
-        parse_args(args).unwrap(),
-        parse_job_file(READ_WHILE_WRITE, "x.fio").unwrap()
+        strip(parse_args(args).unwrap()),
+        strip(parse_job_file(READ_WHILE_WRITE, "x.fio").unwrap())
     );
 }
 

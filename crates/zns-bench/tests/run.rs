@@ -8,7 +8,7 @@ fn args(s: &str) -> Vec<String> {
 #[test]
 fn qd1_seq_write_latency_matches_zn540() {
     let specs = parse_args(args(
-        "--name=w --filename=zn540 --ioengine=psync --direct=1 --rw=write --bs=4k --zonemode=zbd --size=8m",
+        "--name=w --filename=zn540 --ioengine=spdk --direct=1 --rw=write --bs=4k --zonemode=zbd --size=8m",
     ))
     .unwrap();
     let rep = run_jobs(&specs, 1).unwrap();
@@ -90,4 +90,151 @@ fn zone_resets_when_time_based_wraps() {
     .unwrap();
     let rep = run_jobs(&specs, 1).unwrap();
     assert!(rep.jobs[0].zone_resets > 0, "{:?}", rep.jobs[0].zone_resets);
+}
+
+fn run_file(text: &str) -> serde_json::Value {
+    let specs = parse_job_file(text, "t.fio").unwrap_or_else(|e| panic!("{e}"));
+    run_jobs(&specs, 5)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .to_fio_json()
+}
+
+fn mean_us(j: &serde_json::Value, job: usize, dir: &str) -> f64 {
+    j["jobs"][job][dir]["lat_ns"]["mean"].as_f64().unwrap() / 1000.0
+}
+
+#[test]
+fn zone_op_reset_of_half_filled_zones_is_timed() {
+    let j = run_file(
+        "[global]\nfilename=zn540\nioengine=spdk\n[r]\nzone_op=reset\nzone_fill=50%\nsize=4z\nthinktime=1s\n",
+    );
+    let r = &j["jobs"][0]["reset"];
+    assert_eq!(r["total_ios"], 4);
+    let ms = r["lat_ns"]["mean"].as_f64().unwrap() / 1e6;
+    assert!(
+        (ms - 11.6).abs() / 11.6 < 0.10,
+        "reset of a half-full zone {ms} ms"
+    );
+    assert!(j["jobs"][0].get("finish").is_none());
+}
+
+#[test]
+fn zone_op_open_is_followed_by_a_reset_and_stays_within_limits() {
+    // 20 zones > 14 open zones: each open is closed again
+    let j = run_file("[o]\nfilename=zn540\nioengine=spdk\nzone_op=open\nsize=20z\n");
+    assert_eq!(j["jobs"][0]["open"]["total_ios"], 20);
+    assert_eq!(j["jobs"][0]["reset"]["total_ios"], 20);
+    let us = mean_us(&j, 0, "open");
+    assert!((us - 9.56).abs() / 9.56 < 0.10, "open {us} us");
+}
+
+#[test]
+fn zone_write_limit_measures_implicit_open() {
+    let j = run_file(
+        "[global]\nfilename=zn540\nioengine=spdk\ndirect=1\nzonemode=zbd\nrw=write\nbs=4k\n[first]\nzone_write_limit=4k\nsize=30z\n[steady]\nstonewall\noffset=100z\nsize=8m\n",
+    );
+    assert_eq!(j["jobs"][0]["write"]["total_ios"], 30);
+    assert_eq!(j["jobs"][0]["finish"]["total_ios"], 30);
+    let extra = mean_us(&j, 0, "write") - mean_us(&j, 1, "write");
+    assert!(
+        (extra - 2.02).abs() / 2.02 < 0.25,
+        "implicit open extra {extra} us"
+    );
+}
+
+#[test]
+fn zbd_random_reads_stay_below_the_write_pointer_and_need_data() {
+    let err = run_jobs(
+        &parse_args(args(
+            "--name=r --filename=zn540 --ioengine=io_uring --iodepth=8 --rw=randread --zonemode=zbd --size=2z",
+        ))
+        .unwrap(),
+        1,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("below write pointers"), "{err}");
+    let j = run_file(
+        "[r]\nfilename=zn540\nioengine=spdk\nrw=randread\nzonemode=zbd\nsize=1z\nprecondition=fill\nzone_fill=10%\nnumber_ios=2000\npercentile_list=50:95\n",
+    );
+    let r = &j["jobs"][0]["read"];
+    assert_eq!(r["total_ios"], 2000);
+    let p95 = r["clat_ns"]["percentile"]["95.000000"].as_f64().unwrap() / 1000.0;
+    assert!((p95 - 81.41).abs() / 81.41 < 0.15, "QD1 read p95 {p95} us");
+}
+
+#[test]
+fn more_open_zones_than_the_device_allows_is_refused() {
+    for opt in ["max_open_zones", "job_max_open_zones"] {
+        let specs = parse_args(args(&format!(
+            "--name=w --filename=zn540 --direct=1 --rw=randwrite --zonemode=zbd --{opt}=15"
+        )))
+        .unwrap();
+        let err = run_jobs(&specs, 1).unwrap_err().to_string();
+        assert!(err.contains(opt) && err.contains("14"), "{err}");
+    }
+}
+
+#[test]
+fn random_appends_respect_job_max_open_zones() {
+    let j = run_file(
+        "[w]\nfilename=zn540\nioengine=spdk\ndirect=1\nzonemode=zbd\nrw=randwrite\nzone_append=1\nbs=64k\niodepth=8\njob_max_open_zones=2\nsize=6z\nio_size=64m\n",
+    );
+    let w = &j["jobs"][0]["write"];
+    assert_eq!(w["io_bytes"], 64 << 20);
+}
+
+#[test]
+fn rate_iops_caps_the_job() {
+    let j = run_file(
+        "[r]\nfilename=zn540\nioengine=spdk\nrw=randread\nbs=4k\niodepth=4\nrate_iops=10000\ntime_based\nruntime=200ms\n",
+    );
+    let iops = j["jobs"][0]["read"]["iops"].as_f64().unwrap();
+    assert!((iops - 10_000.0).abs() / 10_000.0 < 0.02, "{iops}");
+}
+
+#[test]
+fn flow_keeps_the_io_ratio_of_the_weights() {
+    let j = run_file(
+        "[global]\nfilename=zn540\nioengine=spdk\nbs=4k\ntime_based\nruntime=100ms\n[a]\nrw=randread\niodepth=16\nflow=1\n[b]\nrw=randread\niodepth=16\nflow=3\noffset=10z\n",
+    );
+    let a = j["jobs"][0]["read"]["total_ios"].as_f64().unwrap();
+    let b = j["jobs"][1]["read"]["total_ios"].as_f64().unwrap();
+    assert!((b / a - 3.0).abs() < 0.1, "a {a} b {b}");
+}
+
+#[test]
+fn conventional_namespace_runs_random_writes() {
+    let j = run_file(
+        "[w]\nfilename=zn540-cns\nnsid=1\nioengine=libaio\nrw=randwrite\nbs=4k\niodepth=4\nsize=64m\nnumber_ios=5000\n",
+    );
+    let kiops = j["jobs"][0]["write"]["iops"].as_f64().unwrap() / 1000.0;
+    assert!((kiops - 57.0).abs() / 57.0 < 0.15, "{kiops} KIOPS");
+    let specs = parse_args(args(
+        "--name=z --filename=zn540-cns --nsid=1 --rw=write --direct=1 --zonemode=zbd",
+    ))
+    .unwrap();
+    let err = run_jobs(&specs, 1).unwrap_err().to_string();
+    assert!(err.contains("conventional"), "{err}");
+}
+
+#[test]
+fn zrwa_explicit_flush_is_timed() {
+    let j = run_file(
+        "[w]\nfilename=zn540\nioengine=spdk\ndirect=1\nzonemode=zbd\nrw=write\nbs=16k\nzrwa=1\nzrwa_flush_bytes=16k\nsize=1z\nio_size=4m\n",
+    );
+    let f = &j["jobs"][0]["zrwa_flush"];
+    assert_eq!(f["total_ios"], 256);
+    let us = f["lat_ns"]["mean"].as_f64().unwrap() / 1000.0;
+    assert!((us - 6.8).abs() / 6.8 < 0.15, "explicit flush {us} us");
+    assert_eq!(j["jobs"][0]["open"]["total_ios"], 1);
+}
+
+#[test]
+fn more_writers_than_open_zones_take_turns() {
+    // tiny: 16 zones, at most 4 open; 6 sequential writers of 2 zones each
+    let j = run_file(
+        "[w]\nfilename=tiny\nioengine=spdk\ndirect=1\nzonemode=zbd\nrw=write\nbs=128k\nnumjobs=6\noffset_increment=2z\nsize=2z\ngroup_reporting=1\n",
+    );
+    assert_eq!(j["jobs"][0]["write"]["io_bytes"], 6 * 2 * 192 * 4096);
 }

@@ -366,6 +366,13 @@ impl Controller {
         self.inner.state.borrow().stats
     }
 
+    /// Virtual time (ns) at which all flash work scheduled so far (programs,
+    /// finish filler, commits) has ended: from then on no written data is
+    /// waiting in the write buffer.
+    pub fn flash_idle_at_ns(&self) -> u64 {
+        self.inner.state.borrow().flash.flash_idle_at()
+    }
+
     /// Memory held by the data stores, in bytes.
     pub fn store_resident_bytes(&self) -> u64 {
         let st = self.inner.state.borrow();

@@ -1,0 +1,186 @@
+//! fio's `--output-format=json` and `json+` layouts of a [`RunReport`]: the
+//! same field names and units as fio 3.x (bw in KiB/s, runtime in ms,
+//! latencies in ns, percentile keys like `"99.000000"`, json+ `bins` keyed by
+//! histogram bucket value), so scripts that parse fio output read znskit's.
+//! znskit's timed zone-management commands appear as extra direction-shaped
+//! objects (`reset`, `finish`, `open`, `close`, `zrwa_flush`) in a job, only
+//! when the job issued them.
+
+use serde_json::{json, Map, Value as Json};
+
+use crate::run::{JobReport, RunReport};
+use crate::stats::{summary, DirStats};
+
+fn lat_json(d: &DirStats, pcts: Option<&[f64]>, bins: bool) -> Json {
+    let mut o = Map::new();
+    o.insert("min".into(), json!(d.min()));
+    o.insert("max".into(), json!(d.max()));
+    o.insert("mean".into(), json!(d.mean()));
+    o.insert("stddev".into(), json!(d.stddev()));
+    o.insert("N".into(), json!(d.total_ios));
+    if let Some(pcts) = pcts {
+        if d.total_ios > 0 {
+            let mut p = Map::new();
+            for &q in pcts {
+                p.insert(format!("{q:.6}"), json!(d.percentile(q)));
+            }
+            o.insert("percentile".into(), Json::Object(p));
+        }
+    }
+    if bins && d.total_ios > 0 {
+        let b: Map<String, Json> = d.bins().map(|(v, n)| (v.to_string(), json!(n))).collect();
+        o.insert("bins".into(), Json::Object(b));
+    }
+    Json::Object(o)
+}
+
+fn dir_json(d: &DirStats, j: &JobReport, bins: bool) -> Json {
+    let runtime_ns = j.runtime_ns;
+    let secs = runtime_ns as f64 / 1e9;
+    let (bw_bytes, iops) = if runtime_ns == 0 {
+        (0, 0.0)
+    } else {
+        ((d.io_bytes as f64 / secs) as u64, d.total_ios as f64 / secs)
+    };
+    let runtime_ms = if d.total_ios == 0 {
+        0
+    } else {
+        runtime_ns.div_ceil(1_000_000)
+    };
+    let (bw_samples, iops_samples) = d.samples(runtime_ns);
+    let kib: Vec<f64> = bw_samples.iter().map(|b| b / 1024.0).collect();
+    let (bw_min, bw_max, bw_mean, bw_dev) = summary(&kib);
+    let (iops_min, iops_max, iops_mean, iops_dev) = summary(&iops_samples);
+    let clat = j.clat_percentiles.then_some(j.percentile_list.as_slice());
+    let lat = j.lat_percentiles.then_some(j.percentile_list.as_slice());
+    json!({
+        "io_bytes": d.io_bytes,
+        "io_kbytes": d.io_bytes / 1024,
+        "bw_bytes": bw_bytes,
+        "bw": bw_bytes / 1024,
+        "iops": iops,
+        "runtime": runtime_ms,
+        "total_ios": d.total_ios,
+        "short_ios": 0,
+        "drop_ios": 0,
+        "slat_ns": {"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0, "N": 0},
+        "clat_ns": lat_json(d, clat, bins),
+        "lat_ns": lat_json(d, lat, bins && j.lat_percentiles),
+        "bw_min": bw_min as u64,
+        "bw_max": bw_max as u64,
+        "bw_agg": if d.total_ios > 0 { 100.0 } else { 0.0 },
+        "bw_mean": bw_mean,
+        "bw_dev": bw_dev,
+        "bw_samples": kib.len(),
+        "iops_min": iops_min as u64,
+        "iops_max": iops_max as u64,
+        "iops_mean": iops_mean,
+        "iops_stddev": iops_dev,
+        "iops_samples": iops_samples.len(),
+    })
+}
+
+fn latency_maps(j: &JobReport) -> (Json, Json, Json) {
+    let mut all = DirStats::default();
+    all.merge(&j.read);
+    all.merge(&j.write);
+    let total = all.total_ios.max(1) as f64;
+    let (mut ns, mut us, mut ms) = (Map::new(), Map::new(), Map::new());
+    for (unit, label, n) in all.latency_distribution() {
+        let pct = json!(n as f64 * 100.0 / total);
+        match unit {
+            "ns" => ns.insert(label, pct),
+            "us" => us.insert(label, pct),
+            _ => ms.insert(label, pct),
+        };
+    }
+    (Json::Object(ns), Json::Object(us), Json::Object(ms))
+}
+
+fn job_json(j: &JobReport, bins: bool) -> Json {
+    let (lat_ns, lat_us, lat_ms) = latency_maps(j);
+    let mut o = Map::new();
+    o.insert("jobname".into(), json!(j.name));
+    o.insert("groupid".into(), json!(j.groupid));
+    o.insert("job_start".into(), json!(0));
+    o.insert("error".into(), json!(0));
+    o.insert("eta".into(), json!(0));
+    o.insert(
+        "elapsed".into(),
+        json!(j.runtime_ns.div_ceil(1_000_000_000)),
+    );
+    let opts: Map<String, Json> = j
+        .options
+        .iter()
+        .map(|(k, v)| (k.clone(), json!(v)))
+        .collect();
+    o.insert("job options".into(), Json::Object(opts));
+    o.insert("read".into(), dir_json(&j.read, j, bins));
+    o.insert("write".into(), dir_json(&j.write, j, bins));
+    o.insert("trim".into(), dir_json(&DirStats::default(), j, bins));
+    o.insert(
+        "sync".into(),
+        json!({"total_ios": 0, "lat_ns": {"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0, "N": 0}}),
+    );
+    for (k, d) in &j.zone_ops {
+        o.insert((*k).into(), dir_json(d, j, bins));
+    }
+    o.insert("zone_resets".into(), json!(j.zone_resets));
+    o.insert("job_runtime".into(), json!(j.runtime_ns / 1_000_000));
+    o.insert("usr_cpu".into(), json!(0.0));
+    o.insert("sys_cpu".into(), json!(0.0));
+    o.insert("ctx".into(), json!(0));
+    o.insert("majf".into(), json!(0));
+    o.insert("minf".into(), json!(0));
+    let depth_key = match j.iodepth {
+        1 => "1",
+        2 => "2",
+        3..=4 => "4",
+        5..=8 => "8",
+        9..=16 => "16",
+        17..=32 => "32",
+        _ => ">=64",
+    };
+    let mut levels = Map::new();
+    for k in ["1", "2", "4", "8", "16", "32", ">=64"] {
+        levels.insert(k.into(), json!(if k == depth_key { 100.0 } else { 0.0 }));
+    }
+    o.insert("iodepth_level".into(), Json::Object(levels));
+    o.insert("latency_ns".into(), lat_ns);
+    o.insert("latency_us".into(), lat_us);
+    o.insert("latency_ms".into(), lat_ms);
+    o.insert("latency_depth".into(), json!(j.iodepth));
+    o.insert("latency_target".into(), json!(0));
+    o.insert("latency_percentile".into(), json!(100.0));
+    o.insert("latency_window".into(), json!(0));
+    Json::Object(o)
+}
+
+impl RunReport {
+    /// fio's `--output-format=json` layout.
+    pub fn to_fio_json(&self) -> Json {
+        self.fio_json(false)
+    }
+
+    /// fio's `--output-format=json+`: json plus latency histogram `bins`.
+    pub fn to_fio_json_plus(&self) -> Json {
+        self.fio_json(true)
+    }
+
+    fn fio_json(&self, bins: bool) -> Json {
+        let jobs: Vec<Json> = self.jobs.iter().map(|j| job_json(j, bins)).collect();
+        json!({
+            "fio version": concat!("znskit-", env!("CARGO_PKG_VERSION")),
+            "timestamp": 0,
+            "timestamp_ms": 0,
+            "time": "virtual",
+            "global options": {"randseed": self.seed.to_string()},
+            "jobs": jobs,
+            "disk_util": [],
+            "znskit": {
+                "seed": self.seed,
+                "virtual_ns": self.virtual_ns,
+            },
+        })
+    }
+}
