@@ -928,7 +928,11 @@ impl JobRun {
             st.read_zones = (0..st.zones.len())
                 .filter(|&i| st.zones[i].readable > 0)
                 .collect();
-            if self.spec.zone_op.is_none() && !self.spec.time_based {
+            // the range's data (reads) or capacity (writes) bounds the job,
+            // unless io_size / number_ios / time_based ask for more (wrapping)
+            let wraps =
+                self.spec.time_based || self.spec.io_size.is_some() || self.spec.number_ios > 0;
+            if self.spec.zone_op.is_none() && !wraps {
                 if self.spec.rw == Rw::Read {
                     let readable: u64 = st.zones.iter().map(|z| z.readable * self.lba).sum();
                     st.limit_bytes = st.limit_bytes.min(readable);
@@ -1301,7 +1305,8 @@ impl JobRun {
         if self.spec.number_ios > 0 && st.issued_ios >= self.spec.number_ios {
             return Step::Done;
         }
-        if !self.spec.time_based && st.issued_bytes >= st.limit_bytes {
+        // number_ios, when set, replaces the size as the stop condition
+        if !self.spec.time_based && self.spec.number_ios == 0 && st.issued_bytes >= st.limit_bytes {
             return Step::Done;
         }
         // flow control: stall while this job is ahead of its weight share
