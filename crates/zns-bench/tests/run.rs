@@ -238,3 +238,24 @@ fn more_writers_than_open_zones_take_turns() {
     );
     assert_eq!(j["jobs"][0]["write"]["io_bytes"], 6 * 2 * 192 * 4096);
 }
+
+#[test]
+fn mq_deadline_in_one_zone_vs_none_over_fourteen_zones_on_the_512b_format() {
+    // ZNS-Study Fig. 6b: 14 outstanding 4 KiB writes; the mq-deadline job
+    // writes one of the none jobs' zones so 14 zones are active in all
+    let j = run_file(
+        "[global]\nfilename=zn540-lbaf0\ndirect=1\nzonemode=zbd\nrw=write\nbs=4k\ntime_based\nruntime=100ms\nramp_time=10ms\npercentile_list=50\n\
+         [mq]\nhost_stack=io-uring-mq-deadline\nioengine=libaio\niodepth=14\noffset=10z\nsize=1z\n\
+         [none]\nstonewall\nhost_stack=io-uring-none\nioengine=psync\nnumjobs=14\noffset=10z\noffset_increment=1z\nsize=1z\ngroup_reporting=1\n",
+    );
+    let p50 = |i: usize| {
+        j["jobs"][i]["write"]["clat_ns"]["percentile"]["50.000000"]
+            .as_f64()
+            .unwrap()
+    };
+    let ratio = p50(0) / p50(1);
+    assert!(
+        (ratio - 0.2726).abs() / 0.2726 < 0.20,
+        "median ratio {ratio}"
+    );
+}

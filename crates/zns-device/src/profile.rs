@@ -149,6 +149,10 @@ const BUILTIN: &[(&str, &str)] = &[
         "zn540-cns",
         include_str!("../../../profiles/zn540-cns.toml"),
     ),
+    (
+        "zn540-lbaf0",
+        include_str!("../../../profiles/zn540-lbaf0.toml"),
+    ),
     ("pm1731a", include_str!("../../../profiles/pm1731a.toml")),
     ("tiny", include_str!("../../../profiles/tiny.toml")),
 ];
