@@ -234,7 +234,7 @@ pub static OPTIONS: &[OptionDef] = &[
     ext("precondition", OptKind::Enum(&["none", "fill", "cold"]), Some("none"),
         "znskit extension: device state before the group's timed part: none (as is), fill (write the job's range first: every zone to zone_fill, a conventional range in full), cold (fill, flush, and wait until all of it is programmed to flash so nothing is served from the write buffer)."),
     ext("zone_fill", OptKind::ZoneFill, Some("100%"),
-        "znskit extension: occupancy each zone is written to by precondition and, with zone_op, before each zone-management command: P% of capacity, a size, or P%-SIZE (100%-4k = all but one 4 KiB block)."),
+        "znskit extension: occupancy each zone is written to by precondition and, with zone_op, before each zone-management command (an empty zone is first opened explicitly, as the characterisation benchmarks do): P% of capacity, a size, or P%-SIZE (100%-4k = all but one 4 KiB block)."),
     ext("zone_write_limit", OptKind::Size, None,
         "znskit extension: zonemode=zbd sequential writes put at most this many bytes in a zone, then finish it (the finish is timed and reported) and move to the next zone; e.g. bs=4k zone_write_limit=4k makes every write the implicit open of an empty zone."),
     ext("zrwa", OptKind::Bool, Some("0"),

@@ -2,8 +2,10 @@
 //! lines, zonemode=zbd semantics, virtual-time execution against any
 //! `ZonedDevice`, and fio-style text and JSON output (issue 3; being built).
 
+pub mod fidelity;
 pub mod fio_json;
 pub mod job;
+pub mod plot;
 pub mod run;
 pub mod stats;
 pub mod target;

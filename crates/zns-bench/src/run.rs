@@ -459,6 +459,9 @@ fn job_range(spec: &JobSpec, geo: &Geometry, clone: u32) -> Result<(u64, u64), S
     Ok((start, len))
 }
 
+/// Largest write preconditioning and zone_fill issue (capped by MDTS).
+const FILL_CHUNK_BYTES: u64 = 512 << 10;
+
 /// State shared by every job of a run.
 #[derive(Default)]
 struct RunShared {
@@ -746,7 +749,7 @@ impl JobRun {
     /// Writes zone `zslba` (written up to `wp`) to `target_lbas`, in
     /// max-transfer chunks at QD1. Untimed in the statistics.
     async fn fill_zone(&self, zslba: u64, wp: u64, target_lbas: u64) -> Result<(), RunError> {
-        let chunk_lbas = (self.geo.max_transfer_bytes / self.lba).clamp(1, 128);
+        let chunk_lbas = (self.geo.max_transfer_bytes.min(FILL_CHUNK_BYTES) / self.lba).max(1);
         let buf = vec![0u8; (chunk_lbas * self.lba) as usize];
         let mut at = wp;
         let end = zslba + target_lbas;
@@ -774,7 +777,7 @@ impl JobRun {
                 }
             }
             Target::Block(_) => {
-                let chunk = self.geo.max_transfer_bytes.clamp(self.lba, 512 << 10);
+                let chunk = self.geo.max_transfer_bytes.clamp(self.lba, FILL_CHUNK_BYTES);
                 let buf = vec![0u8; chunk as usize];
                 let mut at = self.start;
                 let end = self.start + self.len;
@@ -1034,7 +1037,14 @@ impl JobRun {
             };
             let zslba = self.st.borrow().zones[zi].start_lba;
             if fill {
-                let zone = &self.report_one(zslba).await?;
+                // as the characterisation benchmarks do: open the zone
+                // explicitly, write it to the occupancy, then time the command
+                let mut zone = self.report_one(zslba).await?;
+                if zone.state == zns_core::ZoneState::Empty {
+                    self.timed_mgmt(send(ZoneAction::Open { zrwa: false }, zslba), "open")
+                        .await?;
+                    zone = self.report_one(zslba).await?;
+                }
                 let cap = zone.capacity_lbas * self.lba;
                 let want = self.spec.zone_fill.resolve(cap, self.lba) / self.lba;
                 if zone.wp_valid() && zone.written_lbas() < want {

@@ -1,0 +1,234 @@
+//! PNG and CSV output of the fidelity suite's curves: each figure overlays
+//! the emulated series (solid lines, filled circles) on the real ZN540's
+//! measured points (dashed lines, crosses) of the same colour.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use plotters::prelude::*;
+
+use crate::fidelity::CurveResult;
+
+fn csv_cell(v: Option<f64>) -> String {
+    v.map(|v| format!("{v}")).unwrap_or_default()
+}
+
+fn csv_quote(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// The figure as CSV: one row per x, an emulated and a measured column per
+/// series (empty cell = no point).
+pub fn curve_csv(c: &CurveResult) -> String {
+    let mut xs: Vec<f64> = c
+        .series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.x))
+        .collect();
+    xs.sort_by(f64::total_cmp);
+    xs.dedup_by(|a, b| (*a - *b).abs() <= 1e-9 * a.abs().max(1.0));
+    let mut out = String::new();
+    out.push_str(&csv_quote(&c.x_label));
+    for s in &c.series {
+        let _ = write!(
+            out,
+            ",{},{}",
+            csv_quote(&format!("{} emulated", s.label)),
+            csv_quote(&format!("{} ZN540 measured", s.label))
+        );
+    }
+    out.push('\n');
+    for x in xs {
+        let _ = write!(out, "{x}");
+        for s in &c.series {
+            let p = s
+                .points
+                .iter()
+                .find(|p| (p.x - x).abs() <= 1e-9 * x.abs().max(1.0));
+            let _ = write!(
+                out,
+                ",{},{}",
+                csv_cell(p.and_then(|p| p.emulated)),
+                csv_cell(p.and_then(|p| p.measured))
+            );
+        }
+        out.push('\n');
+    }
+    out
+}
+
+const COLORS: [RGBColor; 8] = [
+    RGBColor(31, 119, 180),
+    RGBColor(214, 39, 40),
+    RGBColor(44, 160, 44),
+    RGBColor(255, 127, 14),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(23, 190, 207),
+];
+
+fn axis_value(v: f64, log: bool) -> Option<f64> {
+    if log {
+        (v > 0.0).then(|| v.log10())
+    } else {
+        Some(v)
+    }
+}
+
+fn tick_label(v: f64, log: bool) -> String {
+    let v = if log { 10f64.powf(v) } else { v };
+    let a = v.abs();
+    if a == 0.0 {
+        "0".into()
+    } else if a >= 100.0 || (a >= 1.0 && (v - v.round()).abs() < 1e-6) {
+        format!("{v:.0}")
+    } else if a >= 1.0 {
+        format!("{v:.1}")
+    } else if a >= 0.01 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.0e}")
+    }
+}
+
+fn range(vals: impl Iterator<Item = f64>, log: bool) -> (f64, f64) {
+    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    for v in vals {
+        lo = lo.min(v);
+        hi = hi.max(v);
+    }
+    if !lo.is_finite() {
+        return (0.0, 1.0);
+    }
+    if !log && lo > 0.0 && lo < hi * 0.5 {
+        lo = 0.0;
+    }
+    let pad = ((hi - lo) * 0.05).max(if log { 0.05 } else { 1e-9 });
+    (lo - pad, hi + pad)
+}
+
+fn dashed(
+    points: &[(f64, f64)],
+    color: RGBColor,
+) -> impl Iterator<Item = PathElement<(f64, f64)>> + '_ {
+    // Dashes as separate short path elements (independent of plotters'
+    // dashed-line support).
+    let segs: Vec<((f64, f64), (f64, f64))> = points.windows(2).map(|w| (w[0], w[1])).collect();
+    segs.into_iter().flat_map(move |(a, b)| {
+        let n = 8;
+        (0..n).step_by(2).map(move |k| {
+            let t0 = k as f64 / n as f64;
+            let t1 = (k + 1) as f64 / n as f64;
+            let p = |t: f64| (a.0 + (b.0 - a.0) * t, a.1 + (b.1 - a.1) * t);
+            PathElement::new(vec![p(t0), p(t1)], color.stroke_width(2))
+        })
+    })
+}
+
+/// Draws the figure into a PNG file (1000 × 650).
+pub fn draw_png(c: &CurveResult, path: &Path) -> Result<(), String> {
+    let err = |e: &dyn std::fmt::Display| e.to_string();
+    let emu: Vec<Vec<(f64, f64)>> = c
+        .series
+        .iter()
+        .map(|s| {
+            s.points
+                .iter()
+                .filter_map(|p| {
+                    Some((axis_value(p.x, c.log_x)?, axis_value(p.emulated?, c.log_y)?))
+                })
+                .collect()
+        })
+        .collect();
+    let meas: Vec<Vec<(f64, f64)>> = c
+        .series
+        .iter()
+        .map(|s| {
+            s.points
+                .iter()
+                .filter_map(|p| {
+                    Some((axis_value(p.x, c.log_x)?, axis_value(p.measured?, c.log_y)?))
+                })
+                .collect()
+        })
+        .collect();
+    let all = || emu.iter().chain(meas.iter()).flatten();
+    let (x0, x1) = range(all().map(|p| p.0), c.log_x);
+    let (y0, y1) = range(all().map(|p| p.1), c.log_y);
+
+    let root = BitMapBackend::new(path, (1000, 650)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(&c.title, ("sans-serif", 24))
+        .margin(15)
+        .x_label_area_size(50)
+        .y_label_area_size(80)
+        .build_cartesian_2d(x0..x1, y0..y1)
+        .map_err(|e| err(&e))?;
+    let (lx, ly) = (c.log_x, c.log_y);
+    let x_fmt = move |v: &f64| tick_label(*v, lx);
+    let y_fmt = move |v: &f64| tick_label(*v, ly);
+    chart
+        .configure_mesh()
+        .x_desc(if c.log_x {
+            format!("{} (log scale)", c.x_label)
+        } else {
+            c.x_label.clone()
+        })
+        .y_desc(if c.log_y {
+            format!("{} (log scale)", c.y_label)
+        } else {
+            c.y_label.clone()
+        })
+        .axis_desc_style(("sans-serif", 18))
+        .label_style(("sans-serif", 15))
+        .x_label_formatter(&x_fmt)
+        .y_label_formatter(&y_fmt)
+        .light_line_style(RGBColor(235, 235, 235))
+        .draw()
+        .map_err(|e| err(&e))?;
+    for (i, s) in c.series.iter().enumerate() {
+        let color = COLORS[i % COLORS.len()];
+        if !emu[i].is_empty() {
+            chart
+                .draw_series(LineSeries::new(emu[i].clone(), color.stroke_width(2)))
+                .map_err(|e| err(&e))?
+                .label(format!("{} (emulated)", s.label))
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(2))
+                });
+            chart
+                .draw_series(emu[i].iter().map(|p| Circle::new(*p, 4, color.filled())))
+                .map_err(|e| err(&e))?;
+        }
+        if !meas[i].is_empty() {
+            chart
+                .draw_series(dashed(&meas[i], color))
+                .map_err(|e| err(&e))?;
+            chart
+                .draw_series(
+                    meas[i]
+                        .iter()
+                        .map(|p| Cross::new(*p, 6, color.stroke_width(2))),
+                )
+                .map_err(|e| err(&e))?
+                .label(format!("{} (ZN540 measured)", s.label))
+                .legend(move |(x, y)| Cross::new((x + 12, y), 6, color.stroke_width(2)));
+        }
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 15))
+        .draw()
+        .map_err(|e| err(&e))?;
+    root.present().map_err(|e| err(&e))?;
+    Ok(())
+}

@@ -1,0 +1,266 @@
+//! The fidelity suite: metric language, definition files, one cheap
+//! end-to-end id. The whole suite is run by `zns fidelity` (or
+//! `cargo test --release -p zns-bench --test fidelity -- --ignored`).
+
+use std::path::PathBuf;
+
+use serde_json::json;
+use zns_bench::fidelity::{
+    default_experiments_dir, json_path, judge, run_fidelity, FidelityOptions, Metric, MetricError,
+    Status, Suite, Target, TargetKind,
+};
+use zns_bench::job::parse_job_file;
+
+fn metric(s: &str) -> Metric {
+    let v: toml::Value = toml::from_str(&format!("m = {s}")).unwrap();
+    Metric::from_toml(&v["m"]).unwrap()
+}
+
+fn doc() -> serde_json::Value {
+    json!({"jobs": [
+        {"jobname": "base", "groupid": 0,
+         "write": {"iops": 1000.0, "lat_ns": {"mean": 11000.0,
+                   "percentile": {"50.000000": 10000, "99.900000": 30000}}}},
+        {"jobname": "first", "groupid": 1,
+         "write": {"iops": 500.0, "lat_ns": {"mean": 13000.0,
+                   "percentile": {"50.000000": 12000, "99.900000": 40000}}}},
+        {"jobname": "qd2", "groupid": 2, "read": {"iops": 2000.0}},
+        {"jobname": "qd4", "groupid": 3, "read": {"iops": 3000.0}},
+    ]})
+}
+
+#[test]
+fn leaf_paths_and_percentiles() {
+    let d = doc();
+    let m = metric(r#"{ job = "base", path = "write.lat_ns.mean", scale = 0.001 }"#);
+    assert_eq!(m.eval(&d).unwrap(), 11.0);
+    let p = metric(r#"{ job = "first", path = "write.lat_ns.percentile.99.9" }"#);
+    assert_eq!(p.eval(&d).unwrap(), 40000.0);
+    let p50 = metric(r#"{ job = "first", path = "write.lat_ns.percentile.50" }"#);
+    assert_eq!(p50.eval(&d).unwrap(), 12000.0);
+    assert_eq!(json_path(&d, "jobs.1.write.iops"), Some(500.0));
+    let idx = metric(r##"{ job = "#2", path = "read.iops" }"##);
+    assert_eq!(idx.eval(&d).unwrap(), 2000.0);
+}
+
+#[test]
+fn difference_ratio_rel_change_and_reductions() {
+    let d = doc();
+    let diff = metric(
+        r#"{ op = "diff", a = { job = "first", path = "write.lat_ns.mean" }, b = { job = "base", path = "write.lat_ns.mean" }, scale = 0.001 }"#,
+    );
+    assert!((diff.eval(&d).unwrap() - 2.0).abs() < 1e-12);
+    let ratio = metric(
+        r#"{ op = "ratio", a = { job = "first", path = "write.iops" }, b = { job = "base", path = "write.iops" } }"#,
+    );
+    assert_eq!(ratio.eval(&d).unwrap(), 0.5);
+    let rc = metric(
+        r#"{ op = "abs", of = { op = "rel_change", a = { job = "first", path = "write.iops" }, b = { job = "base", path = "write.iops" } } }"#,
+    );
+    assert_eq!(rc.eval(&d).unwrap(), 0.5);
+    let max = metric(r#"{ job = "qd*", path = "read.iops", reduce = "max", scale = 0.001 }"#);
+    assert_eq!(max.eval(&d).unwrap(), 3.0);
+    let sum = metric(r#"{ job = "qd*", path = "read.iops", reduce = "sum" }"#);
+    assert_eq!(sum.eval(&d).unwrap(), 5000.0);
+    let of = metric(
+        r#"{ op = "min", of = [{ job = "qd2", path = "read.iops" }, { job = "qd4", path = "read.iops" }] }"#,
+    );
+    assert_eq!(of.eval(&d).unwrap(), 2000.0);
+    let grp = metric(r#"{ job = "*", group = 3, path = "read.iops" }"#);
+    assert_eq!(grp.eval(&d).unwrap(), 3000.0);
+    let tmpl = metric(r#"{ job = "{job}", path = "read.iops" }"#).with_job("qd2");
+    assert_eq!(tmpl.eval(&d).unwrap(), 2000.0);
+}
+
+#[test]
+fn evaluation_errors_are_clear() {
+    let d = doc();
+    let e = metric(r#"{ job = "nosuch", path = "write.iops" }"#)
+        .eval(&d)
+        .unwrap_err();
+    assert!(matches!(e, MetricError::NoJob { .. }), "{e}");
+    let msg = e.to_string();
+    assert!(msg.contains("nosuch") && msg.contains("base"), "{msg}");
+    let e = metric(r#"{ job = "qd*", path = "read.iops" }"#)
+        .eval(&d)
+        .unwrap_err();
+    assert!(matches!(e, MetricError::Ambiguous { n: 2, .. }), "{e}");
+    let e = metric(r#"{ job = "base", path = "write.clat_ns.mean" }"#)
+        .eval(&d)
+        .unwrap_err();
+    assert!(e.to_string().contains("stopped at `write`"), "{e}");
+    let e = metric(
+        r#"{ op = "ratio", a = { job = "base", path = "write.iops" }, b = { job = "qd2", path = "read.iops", scale = 0 } }"#,
+    )
+    .eval(&d)
+    .unwrap_err();
+    assert!(matches!(e, MetricError::Math(_)));
+    assert!(metric(r#"{ job = "x", path = "y" }"#)
+        .eval(&json!({"no": "jobs"}))
+        .is_err());
+    // malformed metric definitions
+    for bad in [
+        r#"{ path = "write.iops" }"#,
+        r#"{ job = "a" }"#,
+        r#"{ op = "plus", a = { job = "a", path = "b" } }"#,
+        r#"{ op = "diff", a = { job = "a", path = "b" } }"#,
+        r#"{ job = "a", path = "b", reduce = "median" }"#,
+        r#"{ job = "a", path = "b", typo = 1 }"#,
+    ] {
+        let v: toml::Value = toml::from_str(&format!("m = {bad}")).unwrap();
+        assert!(Metric::from_toml(&v["m"]).is_err(), "{bad}");
+    }
+}
+
+#[test]
+fn judging_kinds() {
+    let t = |kind, paper, tolerance| Target {
+        id: "x".into(),
+        source: String::new(),
+        desc: None,
+        paper,
+        kind,
+        tolerance,
+    };
+    assert!(judge(&t(TargetKind::Value, 10.0, 0.1), 10.9).1);
+    assert!(!judge(&t(TargetKind::Value, 10.0, 0.1), 11.2).1);
+    assert!(judge(&t(TargetKind::Value, 904.0, 0.0), 904.0).1);
+    assert!(!judge(&t(TargetKind::Value, 904.0, 0.0), 903.0).1);
+    assert!(judge(&t(TargetKind::AtMost, 0.05, 0.0), 0.01).1);
+    assert!(!judge(&t(TargetKind::AtMost, 0.05, 0.0), 0.06).1);
+    assert!(judge(&t(TargetKind::AtLeast, 5.0, 0.0), 6.0).1);
+    assert!(judge(&t(TargetKind::Ratio, 0.27, 0.2), 0.3).1);
+    assert!((judge(&t(TargetKind::Value, 10.0, 0.1), 11.0).0 - 0.1).abs() < 1e-12);
+}
+
+fn dir() -> PathBuf {
+    default_experiments_dir()
+}
+
+#[test]
+fn definitions_are_consistent() {
+    let suite = Suite::load(&dir()).unwrap();
+    for t in &suite.targets {
+        if t.id.starts_with("sn540.") {
+            continue;
+        }
+        assert!(
+            suite.experiments.contains_key(&t.id),
+            "{} has no experiment in fidelity.toml",
+            t.id
+        );
+    }
+    // the repo copy of the targets is what the suite reads
+    assert!(suite.targets.len() >= 40);
+    for job in suite.job_files() {
+        let text = std::fs::read_to_string(dir().join(&job)).unwrap();
+        let specs = parse_job_file(&text, &job).unwrap_or_else(|e| panic!("{job}: {e}"));
+        assert!(!specs.is_empty(), "{job}");
+    }
+    // every curve's measured data exists and has points
+    for c in &suite.curves {
+        for s in &c.series {
+            if let Some(d) = &s.data {
+                let pts = zns_bench::fidelity::load_data(&dir(), d)
+                    .unwrap_or_else(|e| panic!("{} / {}: {e}", c.id, s.label));
+                assert!(!pts.is_empty(), "{} / {}", c.id, s.label);
+            }
+        }
+    }
+}
+
+#[test]
+fn bad_definition_files_are_errors() {
+    let tmp = std::env::temp_dir().join(format!("zns-fidelity-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap();
+    let opts = FidelityOptions {
+        experiments_dir: tmp.clone(),
+        ..FidelityOptions::default()
+    };
+    // missing files
+    assert!(run_fidelity(&opts, &mut |_, _, _| {}).is_err());
+    std::fs::write(
+        tmp.join("fidelity-targets.toml"),
+        "[[target]]\nid = \"t.a\"\npaper = 1.0\nkind = \"value\"\ntolerance = 0.1\n",
+    )
+    .unwrap();
+    // experiment for an unknown id
+    std::fs::write(
+        tmp.join("fidelity.toml"),
+        "[[experiment]]\nid = \"t.b\"\njob = \"x.fio\"\nmetric = { job = \"a\", path = \"write.iops\" }\n",
+    )
+    .unwrap();
+    let e = run_fidelity(&opts, &mut |_, _, _| {}).unwrap_err();
+    assert!(e.to_string().contains("t.b"), "{e}");
+    // a missing job file is an error row, not a failure of the whole run
+    std::fs::write(
+        tmp.join("fidelity.toml"),
+        "[[experiment]]\nid = \"t.a\"\njob = \"missing.fio\"\nmetric = { job = \"a\", path = \"write.iops\" }\n",
+    )
+    .unwrap();
+    let r = run_fidelity(&opts, &mut |_, _, _| {}).unwrap();
+    assert_eq!(r.targets[0].status, Status::Error);
+    assert!(r.targets[0]
+        .note
+        .as_deref()
+        .unwrap()
+        .contains("missing.fio"));
+    // a job file that does not parse
+    std::fs::write(tmp.join("missing.fio"), "[a]\nrw=sideways\n").unwrap();
+    let r = run_fidelity(&opts, &mut |_, _, _| {}).unwrap();
+    assert_eq!(r.targets[0].status, Status::Error);
+    assert!(r.targets[0].note.as_deref().unwrap().contains("sideways"));
+    let _ = std::fs::remove_dir_all(&tmp);
+}
+
+#[test]
+fn end_to_end_qd1_write_and_pending_sn540() {
+    let mut calls = Vec::new();
+    let opts = FidelityOptions {
+        filter: Some("qd1.write_4k_spdk_us".into()),
+        curves: false,
+        ..FidelityOptions::default()
+    };
+    let r = run_fidelity(&opts, &mut |d, t, id| calls.push((d, t, id.to_string()))).unwrap();
+    assert_eq!(r.targets.len(), 1);
+    let t = &r.targets[0];
+    assert_eq!(t.status, Status::Pass, "{}", r.to_text());
+    assert!((t.emulated.unwrap() - 11.36).abs() / 11.36 < 0.10);
+    assert_eq!(calls.last().unwrap().0, calls.last().unwrap().1);
+    assert!(r.to_text().contains("zn540.qd1.write_4k_spdk_us"));
+    assert_eq!(r.to_json()["targets"][0]["status"], "pass");
+
+    let opts = FidelityOptions {
+        filter: Some("sn540.*".into()),
+        curves: false,
+        ..FidelityOptions::default()
+    };
+    let r = run_fidelity(&opts, &mut |_, _, _| {}).unwrap();
+    assert!(r
+        .targets
+        .iter()
+        .all(|t| t.status == Status::Pending && t.note.as_deref().unwrap().contains("issue 4")));
+    assert!(r.job_files.is_empty());
+}
+
+/// The whole suite (slow in debug builds): prints the table, writes plots
+/// to $ZNS_FIDELITY_PLOTS when set. `ZNS_FIDELITY_FILTER` selects ids.
+#[test]
+#[ignore]
+fn whole_suite() {
+    let opts = FidelityOptions {
+        filter: std::env::var("ZNS_FIDELITY_FILTER").ok(),
+        plots_dir: std::env::var("ZNS_FIDELITY_PLOTS").ok().map(PathBuf::from),
+        ..FidelityOptions::default()
+    };
+    let r = run_fidelity(&opts, &mut |d, t, id| eprintln!("[{d}/{t}] {id}")).unwrap();
+    println!("{}", r.to_text());
+    for j in &r.job_files {
+        println!(
+            "{:<28} {:>6.2} s {}",
+            j.job,
+            j.host_seconds,
+            j.error.as_deref().unwrap_or("")
+        );
+    }
+}
