@@ -102,6 +102,7 @@ fn job_json(j: &JobReport, bins: bool) -> Json {
     let mut o = Map::new();
     o.insert("jobname".into(), json!(j.name));
     o.insert("groupid".into(), json!(j.groupid));
+    o.insert("jobs".into(), json!(j.jobs));
     o.insert("job_start".into(), json!(0));
     o.insert("error".into(), json!(0));
     o.insert("eta".into(), json!(0));
@@ -146,6 +147,13 @@ fn job_json(j: &JobReport, bins: bool) -> Json {
         levels.insert(k.into(), json!(if k == depth_key { 100.0 } else { 0.0 }));
     }
     o.insert("iodepth_level".into(), Json::Object(levels));
+    // I/Os are submitted and completed one at a time (no batching)
+    let mut one_at_a_time = Map::new();
+    for k in ["0", "4", "8", "16", "32", "64", ">=64"] {
+        one_at_a_time.insert(k.into(), json!(if k == "4" { 100.0 } else { 0.0 }));
+    }
+    o.insert("iodepth_submit".into(), Json::Object(one_at_a_time.clone()));
+    o.insert("iodepth_complete".into(), Json::Object(one_at_a_time));
     o.insert("latency_ns".into(), lat_ns);
     o.insert("latency_us".into(), lat_us);
     o.insert("latency_ms".into(), lat_ms);

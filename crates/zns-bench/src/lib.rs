@@ -6,6 +6,8 @@ pub mod fidelity;
 pub mod fio_json;
 pub mod job;
 pub mod plot;
+pub mod randmap;
 pub mod run;
 pub mod stats;
 pub mod target;
+pub mod text;

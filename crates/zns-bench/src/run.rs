@@ -34,6 +34,7 @@ use zns_sim::sync::Notify;
 use zns_sim::{Handle, Runtime, SimRng};
 
 use crate::job::{HostStack, JobSpec, Precondition, Rw, ZoneMode, ZoneOp};
+use crate::randmap::BlockPermutation;
 use crate::stats::DirStats;
 use crate::target::{Devices, Geometry, Target};
 
@@ -181,6 +182,7 @@ pub fn run_jobs_with_progress(
                 ));
             }
         }
+        check_disjoint_zone_writers(&runs)?;
         // preconditioning, one job after another, before anything is timed
         for run in &runs {
             if run.spec.precondition != Precondition::None {
@@ -283,6 +285,37 @@ pub fn run_jobs_with_progress(
         jobs: reports,
         virtual_ns: handle.now_ns(),
     })
+}
+
+/// Concurrent jobs that change zones (zbd writes, zone ops) must own
+/// disjoint zone ranges: each keeps its own view of its zones' write
+/// pointers. (fio shares one zone table between jobs; znskit asks for
+/// separate ranges instead of interleaving jobs inside a zone.)
+fn check_disjoint_zone_writers(runs: &[Rc<JobRun>]) -> Result<(), RunError> {
+    let writers: Vec<&Rc<JobRun>> = runs
+        .iter()
+        .filter(|r| r.zbd_writes() || r.spec.zone_op.is_some())
+        .collect();
+    for (i, a) in writers.iter().enumerate() {
+        for b in &writers[i + 1..] {
+            let same_dev = a.spec.filename == b.spec.filename && a.spec.nsid == b.spec.nsid;
+            let zb = a.geo.zone_bytes.max(1);
+            let (a0, a1) = (a.start / zb, (a.start + a.len).div_ceil(zb));
+            let (b0, b1) = (b.start / zb, (b.start + b.len).div_ceil(zb));
+            if same_dev && a0 < b1 && b0 < a1 {
+                return Err(RunError::Setup {
+                    job: a.spec.name.clone(),
+                    msg: format!(
+                        "it and job {} change the same zones ({}..{}) at the same time; give concurrent zone writers separate ranges (offset, or offset_increment with numjobs), or separate them with stonewall",
+                        b.spec.name,
+                        a0.max(b0),
+                        a1.min(b1)
+                    ),
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// With group_reporting, the group's job reports merge into one (named after
@@ -571,6 +604,9 @@ struct JobState {
     issued_write_ios: u64,
     limit_bytes: u64,
     seq_pos: u64,
+    /// Random order of the range's blocks (fio's random map; None with
+    /// norandommap=1 or for sequential jobs).
+    randmap: Option<BlockPermutation>,
     zones: Vec<ZoneCursor>,
     /// Zones held open for writing (indexes into `zones`), oldest first.
     open_set: Vec<usize>,
@@ -589,6 +625,14 @@ struct JobState {
     last_done_ns: u64,
     error: Option<NvmeError>,
     ended: bool,
+}
+
+/// The zone a zone_op worker takes next.
+enum OpZone {
+    Zone(usize),
+    /// The next zone is still being worked on by another worker.
+    Busy,
+    Done,
 }
 
 /// What a worker does next.
@@ -657,6 +701,9 @@ impl JobRun {
             .io_size
             .map(|s| s.resolve(geo.capacity_bytes, geo.zone_bytes, lba))
             .unwrap_or(len);
+        let mut rng = rng;
+        let randmap = (spec.rw.is_random() && !spec.norandommap)
+            .then(|| BlockPermutation::new((len / spec.bs.max(1)).max(1), &mut rng));
         Rc::new(JobRun {
             spec,
             target,
@@ -677,6 +724,7 @@ impl JobRun {
                 issued_write_ios: 0,
                 limit_bytes,
                 seq_pos: 0,
+                randmap,
                 zones: Vec::new(),
                 open_set: Vec::new(),
                 next_zone: 0,
@@ -777,7 +825,10 @@ impl JobRun {
                 }
             }
             Target::Block(_) => {
-                let chunk = self.geo.max_transfer_bytes.clamp(self.lba, FILL_CHUNK_BYTES);
+                let chunk = self
+                    .geo
+                    .max_transfer_bytes
+                    .clamp(self.lba, FILL_CHUNK_BYTES);
                 let buf = vec![0u8; chunk as usize];
                 let mut at = self.start;
                 let end = self.start + self.len;
@@ -999,12 +1050,31 @@ impl JobRun {
     }
 
     fn job_open_limit(&self) -> u32 {
-        let l = if self.spec.job_max_open_zones > 0 {
+        let mut l = if self.spec.job_max_open_zones > 0 {
             self.spec.job_max_open_zones
         } else {
             self.zbd.limit.get()
         };
+        if self.spec.zrwa {
+            // every open zone holds one of the device's ZRWA resources
+            if let Some(z) = &self.geo.zrwa {
+                l = l.min(z.resources);
+            }
+        }
         l.max(1)
+    }
+
+    /// Takes one of the device's open-zone slots, waiting for one to free.
+    async fn acquire_slot(&self) {
+        while self.zbd.open.get() >= self.zbd.limit.get() && !self.abort.get() {
+            self.wait_change().await;
+        }
+        self.zbd.open.set(self.zbd.open.get() + 1);
+    }
+
+    fn release_slot(&self) {
+        self.zbd.open.set(self.zbd.open.get().saturating_sub(1));
+        self.shared.changed.notify_waiters();
     }
 
     // ----------------------------------------------------------------- zone ops
@@ -1012,68 +1082,107 @@ impl JobRun {
     async fn zone_op_worker(self: Rc<Self>) -> Result<(), RunError> {
         let op = self.spec.zone_op.expect("zone_op job");
         let fill = self.spec.options.contains_key("zone_fill");
-        let think = self.spec.thinktime.as_nanos() as u64;
+        // the zone will be open while it is filled, or opened / closed
+        let needs_slot = fill || matches!(op, ZoneOp::Open | ZoneOp::Close);
         loop {
-            let zi = {
-                let mut st = self.st.borrow_mut();
-                let limit_ios = self.spec.number_ios;
-                if self.abort.get()
-                    || st.error.is_some()
-                    || self.handle.now_ns() >= self.deadline.get()
-                    || (limit_ios > 0 && st.issued_ios >= limit_ios)
-                {
-                    return Ok(());
+            let zi = match self.next_op_zone() {
+                OpZone::Done => return Ok(()),
+                OpZone::Zone(zi) => zi,
+                OpZone::Busy => {
+                    // another worker still has this zone (a wrapped range
+                    // smaller than iodepth): wait for it
+                    self.wait_change().await;
+                    continue;
                 }
-                if st.zone_op_next >= st.zones.len() {
-                    if !self.spec.time_based || st.zones.is_empty() {
-                        return Ok(());
-                    }
-                    st.zone_op_next = 0;
-                }
-                let zi = st.zone_op_next;
-                st.zone_op_next += 1;
-                st.issued_ios += 1;
-                zi
             };
             let zslba = self.st.borrow().zones[zi].start_lba;
-            if fill {
-                // as the characterisation benchmarks do: open the zone
-                // explicitly, write it to the occupancy, then time the command
-                let mut zone = self.report_one(zslba).await?;
-                if zone.state == zns_core::ZoneState::Empty {
-                    self.timed_mgmt(send(ZoneAction::Open { zrwa: false }, zslba), "open")
-                        .await?;
-                    zone = self.report_one(zslba).await?;
-                }
-                let cap = zone.capacity_lbas * self.lba;
-                let want = self.spec.zone_fill.resolve(cap, self.lba) / self.lba;
-                if zone.wp_valid() && zone.written_lbas() < want {
-                    self.fill_zone(zslba, zone.write_pointer, want).await?;
+            if needs_slot {
+                self.acquire_slot().await;
+                if self.abort.get() {
+                    self.release_slot();
+                    return Ok(());
                 }
             }
-            if think > 0 {
-                self.handle.sleep(think).await;
+            let r = self.one_zone_op(op, zslba, fill).await;
+            self.st.borrow_mut().zones[zi].busy = false;
+            if needs_slot {
+                self.release_slot();
             }
-            let action = match op {
-                ZoneOp::Reset => ZoneAction::Reset,
-                ZoneOp::Finish => ZoneAction::Finish,
-                ZoneOp::Open => ZoneAction::Open { zrwa: false },
-                ZoneOp::Close => ZoneAction::Close,
-            };
-            self.timed_mgmt(send(action, zslba), op_key(op)).await?;
-            // keep the device within its open / active limits
-            match op {
-                ZoneOp::Open => {
-                    self.timed_mgmt(send(ZoneAction::Reset, zslba), "reset")
-                        .await?
-                }
-                ZoneOp::Close => {
-                    self.timed_mgmt(send(ZoneAction::Reset, zslba), "reset")
-                        .await?
-                }
-                ZoneOp::Reset | ZoneOp::Finish => {}
+            self.shared.changed.notify_waiters();
+            r?;
+        }
+    }
+
+    /// The next zone a zone_op worker takes.
+    fn next_op_zone(&self) -> OpZone {
+        let mut st = self.st.borrow_mut();
+        let limit_ios = self.spec.number_ios;
+        if self.abort.get()
+            || st.error.is_some()
+            || self.handle.now_ns() >= self.deadline.get()
+            || (limit_ios > 0 && st.issued_ios >= limit_ios)
+        {
+            return OpZone::Done;
+        }
+        if st.zone_op_next >= st.zones.len() {
+            if !self.spec.time_based || st.zones.is_empty() {
+                return OpZone::Done;
+            }
+            st.zone_op_next = 0;
+        }
+        let zi = st.zone_op_next;
+        if st.zones[zi].busy {
+            return OpZone::Busy;
+        }
+        st.zones[zi].busy = true;
+        st.zone_op_next += 1;
+        st.issued_ios += 1;
+        OpZone::Zone(zi)
+    }
+
+    /// Sleeps until some job's state changes (counted for deadlock detection).
+    async fn wait_change(&self) {
+        let w = &self.shared.waiting_workers;
+        w.set(w.get() + 1);
+        self.shared.changed.notified().await;
+        w.set(w.get() - 1);
+    }
+
+    /// Optionally open and fill the zone at `zslba`, idle `thinktime`, time
+    /// `op` on it, then leave the zone holding no open/active resource.
+    async fn one_zone_op(&self, op: ZoneOp, zslba: u64, fill: bool) -> Result<(), RunError> {
+        if fill {
+            // as the characterisation benchmarks do: open the zone
+            // explicitly, write it to the occupancy, then time the command
+            let mut zone = self.report_one(zslba).await?;
+            if zone.state == zns_core::ZoneState::Empty {
+                self.timed_mgmt(send(ZoneAction::Open { zrwa: false }, zslba), "open")
+                    .await?;
+                zone = self.report_one(zslba).await?;
+            }
+            let cap = zone.capacity_lbas * self.lba;
+            let want = self.spec.zone_fill.resolve(cap, self.lba) / self.lba;
+            if zone.wp_valid() && zone.written_lbas() < want {
+                self.fill_zone(zslba, zone.write_pointer, want).await?;
             }
         }
+        let think = self.spec.thinktime.as_nanos() as u64;
+        if think > 0 {
+            self.handle.sleep(think).await;
+        }
+        let action = match op {
+            ZoneOp::Reset => ZoneAction::Reset,
+            ZoneOp::Finish => ZoneAction::Finish,
+            ZoneOp::Open => ZoneAction::Open { zrwa: false },
+            ZoneOp::Close => ZoneAction::Close,
+        };
+        self.timed_mgmt(send(action, zslba), op_key(op)).await?;
+        if matches!(op, ZoneOp::Open | ZoneOp::Close) {
+            // an opened or closed zone stays active: reset it
+            self.timed_mgmt(send(ZoneAction::Reset, zslba), "reset")
+                .await?;
+        }
+        Ok(())
     }
 
     async fn report_one(&self, zslba: u64) -> Result<zns_core::ZoneDescriptor, RunError> {
@@ -1128,10 +1237,7 @@ impl JobRun {
             match step {
                 Step::Done => return Ok(()),
                 Step::WaitChange => {
-                    let w = &self.shared.waiting_workers;
-                    w.set(w.get() + 1);
-                    self.shared.changed.notified().await;
-                    w.set(w.get() - 1);
+                    self.wait_change().await;
                     continue;
                 }
                 Step::SleepUntil(t) => {
@@ -1331,11 +1437,15 @@ impl JobRun {
             }
         }
         let bs = self.spec.bs;
-        let is_read = match self.spec.rw {
+        let mut is_read = match self.spec.rw {
             Rw::Read | Rw::RandRead => true,
             Rw::Write | Rw::RandWrite => false,
             Rw::ReadWrite | Rw::RandRw => st.rng.below_u64(100) < u64::from(self.spec.rwmixread),
         };
+        if is_read && self.zbd() && st.read_zones.is_empty() && self.spec.rw.has_writes() {
+            // nothing below a write pointer yet: write first
+            is_read = false;
+        }
         // rate limits: the next I/O of a direction may not start before
         // start + issued / rate
         let started = self.started_ns.get();
@@ -1372,7 +1482,11 @@ impl JobRun {
         } else {
             let blocks = (self.len / bs).max(1);
             let off = if self.spec.rw.is_random() {
-                st.rng.below_u64(blocks) * bs
+                let st = &mut *st;
+                match st.randmap.as_mut() {
+                    Some(map) => map.next(&mut st.rng) * bs,
+                    None => st.rng.below_u64(blocks) * bs,
+                }
             } else {
                 let o = st.seq_pos;
                 st.seq_pos = (st.seq_pos + bs) % (blocks * bs);

@@ -6,6 +6,8 @@
 //! 2 wrong arguments; 3 bad input (profile, trace or image malformed or
 //! corrupt); 4 an I/O error on a file.
 
+mod bench;
+mod fidelity;
 mod output;
 
 use std::path::{Path, PathBuf};
@@ -29,9 +31,11 @@ Examples:
   zns zone open dev.img --zone 1 --zrwa    open zone 1 with a ZRWA
   zns replay trace.jsonl --json            run a JSON-lines command trace, print each status
   zns probe --profile zn540                QD1 latencies of the emulated device
+  zns bench examples/fio/seqwrite.fio      a fio job file in virtual time, fio's output
+  zns fidelity --filter qd1                emulated vs published ZN540 figures
 
 Exit codes: 0 ok, 1 the device rejected a command, 2 wrong arguments,
-3 bad profile/trace/image, 4 file I/O error.";
+3 bad profile/trace/image/job file, 4 file I/O error.";
 
 #[derive(Parser)]
 #[command(name = "zns", version, about = "Emulated NVMe ZNS SSDs in deterministic virtual time", after_help = AFTER_HELP)]
@@ -53,12 +57,21 @@ enum Command {
     Replay(ReplayArgs),
     /// Measure QD1 latencies of the emulated device (write, append, read, open, close, reset, finish) per host stack.
     Probe(ProbeArgs),
+    /// Run fio job files or fio-style job options (--name=… --rw=…) in virtual time; fio's text or JSON output. `zns bench --help` explains.
+    #[command(disable_help_flag = true)]
+    Bench {
+        /// Job files, fio-style job options and bench flags (see `zns bench --help`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+        args: Vec<String>,
+    },
+    /// Run the fidelity suite: every published ZN540 figure measured through `zns bench`, with pass/fail per target (exit 1 if any fails).
+    Fidelity(fidelity::FidelityArgs),
 }
 
 /// Which profile, with overrides.
 #[derive(Args, Clone)]
 struct ProfileArgs {
-    /// Built-in profile name (zn540, zn540-cns, pm1731a, tiny) or a path to a profile TOML file.
+    /// Built-in profile name (zn540, zn540-cns, zn540-lbaf0, pm1731a, tiny) or a path to a profile TOML file.
     #[arg(long, default_value = "tiny")]
     profile: String,
     /// Override any profile value by its TOML path, e.g. --set namespace.0.max_open_zones=8 (repeatable).
@@ -318,12 +331,14 @@ enum CliError {
     Usage(String),
     Input(String),
     Io(String),
+    /// A run that failed part-way (an I/O the device rejected during a benchmark).
+    Failed(String),
 }
 
 impl CliError {
     fn exit_code(&self) -> u8 {
         match self {
-            CliError::Device(_) => 1,
+            CliError::Device(_) | CliError::Failed(_) => 1,
             CliError::Usage(_) => 2,
             CliError::Input(_) => 3,
             CliError::Io(_) => 4,
@@ -350,6 +365,7 @@ fn main() -> ExitCode {
                 CliError::Usage(m) => eprintln!("zns: {m}"),
                 CliError::Input(m) => eprintln!("zns: bad input: {m}"),
                 CliError::Io(m) => eprintln!("zns: {m}"),
+                CliError::Failed(m) => eprintln!("zns: run failed: {m}"),
             }
             ExitCode::from(e.exit_code())
         }
@@ -363,6 +379,8 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Zone(cmd) => zone(cmd),
         Command::Replay(args) => replay(args),
         Command::Probe(args) => probe(args),
+        Command::Bench { args } => bench::bench(args),
+        Command::Fidelity(args) => fidelity::fidelity(args),
     }
 }
 

@@ -229,6 +229,29 @@ pub struct TimingProfile {
     /// Conventional-namespace mapping unit (writes below it are "small").
     pub conv_full_page_bytes: u64,
 
+    // --------------------------------------------------- sequential read-ahead
+    /// Sequential read streams the controller tracks (all namespaces share
+    /// the table, keyed by namespace); 0 = no read-ahead (the default). At
+    /// most 16.
+    #[serde(default)]
+    pub readahead_streams: u32,
+    /// Consecutive reads, each starting where the previous one ended, after
+    /// which a stream prefetches (2: the second read of a run starts it).
+    #[serde(default)]
+    pub readahead_trigger_reads: u32,
+    /// Program units a detected stream keeps prefetched beyond the unit the
+    /// host is reading (1..=16); the prefetch reads them from the dies in the
+    /// background like host reads (tR + channel transfer).
+    #[serde(default)]
+    pub readahead_window_units: u32,
+    /// Read-ahead hit engine (serial): occupancy per command served from the
+    /// prefetched data, no die read (at least `bytes / readahead_hit_mibps`).
+    #[serde(default)]
+    pub readahead_hit_ns: u64,
+    /// Read-ahead hit engine transfer rate (DRAM to host).
+    #[serde(default)]
+    pub readahead_hit_mibps: u64,
+
     // ------------------------------------------------------------ determinism
     /// Seed of the only random draws (reset jitter). Same seed, same times.
     #[serde(default)]
@@ -288,6 +311,25 @@ impl TimingProfile {
         )?;
         if self.zrwa_medium == ZrwaMedium::Dram {
             nonzero("zrwa_dram_mibps", self.zrwa_dram_mibps)?;
+        }
+        if self.readahead_streams > 16 {
+            return Err(format!(
+                "timing.readahead_streams = {} must be at most 16",
+                self.readahead_streams
+            ));
+        }
+        if self.readahead_streams > 0 {
+            nonzero(
+                "readahead_trigger_reads",
+                u64::from(self.readahead_trigger_reads),
+            )?;
+            nonzero("readahead_hit_mibps", self.readahead_hit_mibps)?;
+            if self.readahead_window_units == 0 || self.readahead_window_units > 16 {
+                return Err(format!(
+                    "timing.readahead_window_units = {} must be in 1..=16",
+                    self.readahead_window_units
+                ));
+            }
         }
         if self.total_dies() > 1 << 16 {
             return Err(format!(
@@ -373,6 +415,7 @@ impl TimingProfile {
             ("channel_mibps", self.channel_mibps),
             ("conv_write_mibps", self.conv_write_mibps),
             ("zrwa_dram_mibps", self.zrwa_dram_mibps),
+            ("readahead_hit_mibps", self.readahead_hit_mibps),
         ] {
             if v > 1 << 24 {
                 return Err(format!(
@@ -411,7 +454,7 @@ impl TimingProfile {
         Ok(())
     }
 
-    fn time_fields(&self) -> [(&'static str, u64); 36] {
+    fn time_fields(&self) -> [(&'static str, u64); 37] {
         [
             ("host_spdk_submit_ns", self.host_spdk_submit_ns),
             ("host_spdk_complete_ns", self.host_spdk_complete_ns),
@@ -485,6 +528,7 @@ impl TimingProfile {
             ("conv_read_engine_ns", self.conv_read_engine_ns),
             ("conv_small_write_ns", self.conv_small_write_ns),
             ("conv_write_ns", self.conv_write_ns),
+            ("readahead_hit_ns", self.readahead_hit_ns),
         ]
     }
 }

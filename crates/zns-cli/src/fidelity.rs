@@ -1,0 +1,95 @@
+//! `zns fidelity`: the fidelity suite (every published ZN540 figure
+//! measured through the ordinary `zns bench` path, see zns-bench's
+//! `fidelity` module and docs/fidelity.md).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use zns_bench::fidelity::{self, FidelityError, FidelityOptions};
+
+use crate::bench::{show_progress, Eta};
+use crate::CliError;
+
+#[derive(Args)]
+pub struct FidelityArgs {
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Write one PNG and one CSV per curve (emulated vs measured ZN540) into DIR.
+    #[arg(long, value_name = "DIR")]
+    plots: Option<PathBuf>,
+    /// Only targets and curves whose id contains SUBSTR (a glob if it has `*`).
+    #[arg(long, value_name = "SUBSTR")]
+    filter: Option<String>,
+    /// Skip the curves (sweeps): only the single-number targets.
+    #[arg(long)]
+    no_curves: bool,
+    /// Directory with fidelity-targets.toml, fidelity.toml, the job files and data/
+    /// (default: this source tree's experiments/).
+    #[arg(long, value_name = "DIR")]
+    experiments: Option<PathBuf>,
+    /// Seed of the virtual-time runs.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Progress bar on stderr: auto (only on a terminal), always, never.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "always", "never"])]
+    eta: String,
+}
+
+pub fn fidelity(args: FidelityArgs) -> Result<ExitCode, CliError> {
+    let opts = FidelityOptions {
+        experiments_dir: args
+            .experiments
+            .unwrap_or_else(fidelity::default_experiments_dir),
+        filter: args.filter,
+        plots_dir: args.plots,
+        curves: !args.no_curves,
+        seed: args.seed,
+    };
+    let eta = match args.eta.as_str() {
+        "always" => Eta::Always,
+        "never" => Eta::Never,
+        _ => Eta::Auto,
+    };
+    let bar = show_progress(eta).then(|| {
+        let bar = indicatif::ProgressBar::new(1);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "fidelity [{bar:30}] {pos}/{len} job files {msg} ({elapsed})",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+            .progress_chars("=> "),
+        );
+        bar
+    });
+    let result = fidelity::run_fidelity(&opts, &mut |done, total, current| {
+        if let Some(bar) = &bar {
+            bar.set_length(total as u64);
+            bar.set_position(done as u64);
+            bar.set_message(current.to_string());
+        }
+    });
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
+    let report = result.map_err(|e| match e {
+        FidelityError::Read { .. } => CliError::Io(e.to_string()),
+        FidelityError::NoMatch(_) => CliError::Usage(format!("fidelity: --filter: {e}")),
+        other => CliError::Input(other.to_string()),
+    })?;
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report.to_json())
+                .map_err(|e| CliError::Io(e.to_string()))?
+        );
+    } else {
+        print!("{}", report.to_text());
+    }
+    Ok(if report.all_passed() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}

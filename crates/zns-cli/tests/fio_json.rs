@@ -1,0 +1,444 @@
+//! `zns bench` as a fio stand-in: the example job files of `examples/fio/`
+//! (the fio ZNS examples page's jobs) run, and their JSON reads like fio's,
+//! both for the fields fio-parsing scripts use and for fio's own json+
+//! consumer `fio_jsonplus_clat2csv` (Debian's `fio` package, installed by
+//! `scripts/setup`).
+//!
+//! Host time in the test profile (measured on the 2-core dev machine):
+//! seqwrite.fio 0.9 s, write-prepare.fio 0.7 s, write-prepare + seqread
+//! 2.9 s — these run as shipped. randread.fio (256 GiB of reads, 4.5 s) and
+//! zbd-read-while-write.fio (30 s of virtual time, 7 s) run here with their
+//! size / runtime shrunk in a copy of the file; everything else in them is
+//! as shipped.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn examples() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/fio")
+}
+
+fn zns(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_zns"))
+        .args(args)
+        .output()
+        .expect("run zns")
+}
+
+fn ok_json(args: &[&str]) -> Value {
+    let o = zns(args);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "zns {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(o.stderr.is_empty(), "no progress bar off a terminal");
+    serde_json::from_slice(&o.stdout).expect("stdout is one JSON document")
+}
+
+fn example(name: &str) -> String {
+    examples().join(name).to_str().unwrap().to_string()
+}
+
+/// A copy of an example with some `key=value` lines replaced.
+fn shrunk(dir: &Path, name: &str, replace: &[(&str, &str)]) -> String {
+    let mut text = std::fs::read_to_string(examples().join(name)).unwrap();
+    for (from, to) in replace {
+        assert!(text.contains(from), "{name} has `{from}`");
+        text = text.replace(from, to);
+    }
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+fn num(v: &Value, path: &str) -> f64 {
+    let mut cur = v;
+    for seg in path.split('.') {
+        cur = &cur[seg];
+    }
+    cur.as_f64()
+        .unwrap_or_else(|| panic!("no number at {path}: {cur}"))
+}
+
+fn job<'a>(doc: &'a Value, name: &str) -> &'a Value {
+    doc["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|j| j["jobname"] == name)
+        .unwrap_or_else(|| panic!("no job {name}"))
+}
+
+/// What fio-parsing scripts read, with fio's units and the relations fio's
+/// numbers keep between them.
+fn check_fio_fields(doc: &Value, name: &str, ddir: &str, idle: &str) {
+    for key in ["fio version", "timestamp", "timestamp_ms", "time", "jobs"] {
+        assert!(doc.get(key).is_some(), "top-level `{key}`");
+    }
+    let j = job(doc, name);
+    assert_eq!(j["error"], 0);
+    assert!(j["groupid"].is_u64());
+    assert!(j["job options"].is_object());
+    let d = &j[ddir];
+    let io_bytes = num(d, "io_bytes");
+    let runtime_ms = num(d, "runtime");
+    let total_ios = num(d, "total_ios");
+    assert!(io_bytes > 0.0 && runtime_ms > 0.0 && total_ios > 0.0, "{d}");
+    assert_eq!(num(d, "io_kbytes"), (io_bytes / 1024.0).floor());
+    let bw_bytes = num(d, "bw_bytes");
+    // fio: bw_bytes = io_bytes / runtime (ms), to within the ms rounding
+    let fio_bw = io_bytes * 1000.0 / runtime_ms;
+    assert!(
+        (bw_bytes - fio_bw).abs() <= 1e-3 * fio_bw,
+        "bw_bytes {bw_bytes} vs {fio_bw}"
+    );
+    assert_eq!(num(d, "bw"), (bw_bytes / 1024.0).floor(), "bw is KiB/s");
+    let iops = num(d, "iops");
+    assert!(
+        (iops - total_ios * 1000.0 / runtime_ms).abs() < 1e-3 * iops,
+        "iops"
+    );
+    for lat in ["clat_ns", "lat_ns"] {
+        let l = &d[lat];
+        assert_eq!(num(l, "N"), total_ios, "{lat}.N");
+        let (min, mean, max) = (num(l, "min"), num(l, "mean"), num(l, "max"));
+        assert!(0.0 < min && min <= mean && mean <= max, "{lat}: {l}");
+        assert!(num(l, "stddev") >= 0.0);
+    }
+    // percentiles keyed like fio, in ns, ascending
+    let p = d["clat_ns"]["percentile"]
+        .as_object()
+        .expect("clat percentiles");
+    for key in [
+        "1.000000",
+        "50.000000",
+        "99.000000",
+        "99.900000",
+        "99.990000",
+    ] {
+        assert!(p.contains_key(key), "percentile key {key}: {p:?}");
+    }
+    let p50 = p["50.000000"].as_f64().unwrap();
+    let p99 = p["99.000000"].as_f64().unwrap();
+    assert!(p50 <= p99 && p99 <= num(d, "clat_ns.max") * 1.1);
+    for key in [
+        "bw_min",
+        "bw_max",
+        "bw_mean",
+        "bw_samples",
+        "iops_min",
+        "iops_max",
+        "iops_mean",
+    ] {
+        assert!(d[key].is_number(), "{ddir}.{key}");
+    }
+    // the idle direction is there, empty, as in fio
+    assert_eq!(num(&j[idle], "io_bytes"), 0.0);
+    assert_eq!(num(&j["trim"], "io_bytes"), 0.0);
+    let lat_share: f64 = ["latency_ns", "latency_us", "latency_ms"]
+        .iter()
+        .flat_map(|k| j[*k].as_object().unwrap().values())
+        .map(|v| v.as_f64().unwrap())
+        .sum();
+    assert!(
+        (lat_share - 100.0).abs() < 0.5,
+        "latency buckets add up to 100%: {lat_share}"
+    );
+}
+
+#[test]
+fn seqwrite_example_as_shipped_reads_like_fio_json() {
+    let doc = ok_json(&["bench", "--output-format=json", &example("seqwrite.fio")]);
+    check_fio_fields(&doc, "seqwrite", "write", "read");
+    let j = job(&doc, "seqwrite");
+    // 14 jobs × 8 zones of the ZN540 (1077 MiB each), group_reporting
+    assert_eq!(doc["jobs"].as_array().unwrap().len(), 1);
+    assert_eq!(num(j, "write.io_bytes"), 14.0 * 8.0 * 1077.0 * 1048576.0);
+    assert_eq!(
+        num(j, "write.total_ios") * 65536.0,
+        num(j, "write.io_bytes")
+    );
+    assert_eq!(j["zone_resets"], 0);
+    assert!(
+        j["write"]["clat_ns"].get("bins").is_none(),
+        "bins only with json+"
+    );
+}
+
+/// The page's sequence: prepare the zones, then read them back, in one run
+/// (job files run one after another, like fio runs them), as json+.
+#[test]
+fn prepare_then_seqread_as_shipped_feeds_fio_jsonplus_clat2csv() {
+    let out = tempfile::tempdir().unwrap();
+    let json_path = out.path().join("seqread.json");
+    let o = zns(&[
+        "bench",
+        "--output-format=json+",
+        "--output",
+        json_path.to_str().unwrap(),
+        &example("write-prepare.fio"),
+        &example("seqread.fio"),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(o.stdout.is_empty(), "--output takes the report");
+    let doc: Value = serde_json::from_slice(&std::fs::read(&json_path).unwrap()).unwrap();
+    check_fio_fields(&doc, "writeprepare", "write", "read");
+    check_fio_fields(&doc, "seqread", "read", "write");
+    assert_eq!(job(&doc, "writeprepare")["groupid"], 0);
+    assert_eq!(job(&doc, "seqread")["groupid"], 1);
+    // json+ bins: fio's histogram bucket values (ns) → counts, adding up to N
+    for (name, ddir) in [("writeprepare", "write"), ("seqread", "read")] {
+        let lat = &job(&doc, name)[ddir]["clat_ns"];
+        let bins = lat["bins"].as_object().expect("json+ has bins");
+        let total: u64 = bins.values().map(|c| c.as_u64().unwrap()).sum();
+        assert_eq!(total as f64, num(lat, "N"), "{name} bins");
+        assert!(bins.keys().all(|k| k.parse::<u64>().is_ok()));
+    }
+    jsonplus_clat2csv(&json_path, &doc);
+}
+
+/// Runs fio's own json+ consumer on the document, when it is installed
+/// (`scripts/setup` installs it; `scripts/test` sets ZNSKIT_REQUIRE_FIO=1 so
+/// a missing install fails instead of skipping).
+fn jsonplus_clat2csv(json_path: &Path, doc: &Value) {
+    let tool = "fio_jsonplus_clat2csv";
+    let found = Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !found {
+        assert!(
+            std::env::var_os("ZNSKIT_REQUIRE_FIO").is_none(),
+            "{tool} not installed (run scripts/setup)"
+        );
+        eprintln!("skipping {tool} check: not installed (scripts/setup installs fio)");
+        return;
+    }
+    let dir = json_path.parent().unwrap();
+    let csv_stub = dir.join("clat.csv");
+    for extra in [&[][..], &["--validate"][..]] {
+        let o = Command::new(tool)
+            .arg(json_path)
+            .arg(&csv_stub)
+            .args(extra)
+            .output()
+            .expect("run fio_jsonplus_clat2csv");
+        assert!(
+            o.status.success(),
+            "{tool} {extra:?}: {}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    let jobs = doc["jobs"].as_array().unwrap();
+    for (i, j) in jobs.iter().enumerate() {
+        let csv = std::fs::read_to_string(dir.join(format!("clat_job{i}.csv"))).unwrap();
+        let mut lines = csv.lines();
+        let header: Vec<String> = lines
+            .next()
+            .unwrap()
+            .split(',')
+            .map(|s| s.trim().to_string())
+            .collect();
+        assert_eq!(header[0], "nsec");
+        for ddir in ["read", "write"] {
+            let n = num(&j[ddir]["clat_ns"], "N") as u64;
+            let col = |what: &str| {
+                header
+                    .iter()
+                    .position(|h| *h == format!("{ddir}_clat_ns_{what}"))
+                    .unwrap()
+            };
+            let (count_col, cum_col, pct_col) =
+                (col("count"), col("cumulative"), col("percentile"));
+            let rows: Vec<Vec<String>> = csv
+                .lines()
+                .skip(1)
+                .map(|l| l.split(',').map(|s| s.trim().to_string()).collect())
+                .filter(|r: &Vec<String>| !r[count_col].is_empty())
+                .collect();
+            if n == 0 {
+                assert!(rows.is_empty(), "job {i} {ddir}: no latency rows");
+                continue;
+            }
+            let counts: u64 = rows
+                .iter()
+                .map(|r| r[count_col].parse::<u64>().unwrap())
+                .sum();
+            assert_eq!(counts, n, "job {i} {ddir}: counts add up to clat_ns.N");
+            let last = rows.last().unwrap();
+            assert_eq!(last[cum_col].parse::<u64>().unwrap(), n);
+            assert_eq!(last[pct_col].parse::<f64>().unwrap(), 1.0);
+            // the rows are in latency order and inside [min, max] (bucket values)
+            let lats: Vec<u64> = rows.iter().map(|r| r[0].parse().unwrap()).collect();
+            assert!(lats.windows(2).all(|w| w[0] < w[1]));
+            let max = num(&j[ddir]["clat_ns"], "max");
+            assert!(
+                *lats.last().unwrap() as f64 <= max * 1.05,
+                "{lats:?} vs max {max}"
+            );
+        }
+    }
+}
+
+/// randread.fio and zbd-read-while-write.fio with the size and run time cut
+/// down (the rest as shipped), after the page's write-prepare.
+#[test]
+fn randread_and_read_while_write_examples() {
+    let dir = tempfile::tempdir().unwrap();
+    let prepare = shrunk(
+        dir.path(),
+        "write-prepare.fio",
+        &[
+            ("size=10z", "size=3z"),
+            ("offset_increment=10z", "offset_increment=3z"),
+        ],
+    );
+    let randread = shrunk(dir.path(), "randread.fio", &[("size=128z", "size=8z")]);
+    let doc = ok_json(&["bench", "--output-format=json", &prepare, &randread]);
+    check_fio_fields(&doc, "randread", "read", "write");
+    let rr = job(&doc, "randread");
+    // random reads do `size` bytes of I/O: 8 zones of 2 GiB (zone size, not capacity)
+    assert_eq!(num(rr, "read.io_bytes"), 8.0 * 2.0 * 1073741824.0);
+    assert_eq!(rr["job options"]["iodepth"], "32");
+
+    let rww = shrunk(
+        dir.path(),
+        "zbd-read-while-write.fio",
+        &[("runtime=30", "runtime=1")],
+    );
+    let doc = ok_json(&["bench", "--output-format=json", &prepare, &rww]);
+    check_fio_fields(&doc, "write", "write", "read");
+    check_fio_fields(&doc, "randread", "read", "write");
+    let (w, r) = (job(&doc, "write"), job(&doc, "randread"));
+    // time_based: both ran the whole second of virtual time
+    for j in [w, r] {
+        let ms = j["read"]["runtime"]
+            .as_u64()
+            .unwrap()
+            .max(j["write"]["runtime"].as_u64().unwrap());
+        assert!((990..=1010).contains(&ms), "runtime {ms} ms");
+    }
+    // flow=-3 / flow=7: the I/O counts keep a 3:7 ratio
+    let (wn, rn) = (num(w, "write.total_ios"), num(r, "read.total_ios"));
+    let share = wn / (wn + rn);
+    assert!((share - 0.3).abs() < 0.01, "write share {share}");
+    assert!(w.get("zone_resets").is_some());
+}
+
+#[test]
+fn normal_output_is_fio_text() {
+    let args = [
+        "bench",
+        "--name=w",
+        "--filename=tiny",
+        "--rw=write",
+        "--bs=16k",
+        "--direct=1",
+        "--zonemode=zbd",
+        "--size=2z",
+    ];
+    let o = zns(&args);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let text = String::from_utf8(o.stdout).unwrap();
+    for needle in [
+        "w: (g=0): rw=write, bs=(R) 16.0KiB-16.0KiB, (W) 16.0KiB-16.0KiB, (T) 16.0KiB-16.0KiB, ioengine=psync, iodepth=1\n",
+        "Starting 1 process\n",
+        "w: (groupid=0, jobs=1): err= 0: ",
+        "  write: IOPS=",
+        " zone resets\n",
+        "    clat percentiles (",
+        "     |  1.00th=[",
+        "  cpu          : usr=",
+        "     issued rwts: total=0,",
+        "\nRun status group 0 (all jobs):\n  WRITE: bw=",
+    ] {
+        assert!(text.contains(needle), "`{needle}` in:\n{text}");
+    }
+    // the same jobs and seed give the same report, byte for byte
+    let again = zns(&args);
+    assert_eq!(String::from_utf8(again.stdout).unwrap(), text);
+}
+
+#[test]
+fn bad_jobs_are_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [(&str, &str, &str); 4] = [
+        (
+            "unknown.fio",
+            "[global]\nfilename=zn540\n[a]\nrw=write\nblocksise=4k\n",
+            "unknown.fio:5: unknown option `blocksise` (did you mean `bs`?)",
+        ),
+        (
+            "suffix.fio",
+            "[a]\nfilename=zn540\nsize=8q\n",
+            "suffix.fio:3: bad value `8q` for option `size`",
+        ),
+        (
+            "buffered.fio",
+            "[global]\nfilename=zn540\nzonemode=zbd\n[a]\nrw=write\nsize=1z\n",
+            "zonemode=zbd with writes requires direct=1",
+        ),
+        (
+            "open.fio",
+            "[global]\nfilename=zn540\nzonemode=zbd\ndirect=1\nmax_open_zones=20\n[a]\nrw=write\nsize=1z\n",
+            "max_open_zones=20 is more than the device allows (14 open zones)",
+        ),
+    ];
+    for (name, text, msg) in cases {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        let o = zns(&["bench", path.to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(3), "{name}: {err}");
+        assert!(err.contains(msg), "{name}: `{msg}` in `{err}`");
+        assert!(o.stdout.is_empty());
+    }
+    // usage errors are 2, an unreadable job file is 4
+    for (args, code) in [
+        (&["bench"][..], 2),
+        (&["bench", "--output-format=xml", "--name=a"], 2),
+        (&["bench", "x.fio", "--name=a"], 2),
+        (&["bench", "--cmdhelp=nosuch"], 2),
+        (&["bench", "/nonexistent/job.fio"], 4),
+    ] {
+        assert_eq!(zns(args).status.code(), Some(code), "{args:?}");
+    }
+}
+
+#[test]
+fn help_and_cmdhelp() {
+    let o = zns(&["bench", "--help"]);
+    assert_eq!(o.status.code(), Some(0));
+    let help = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        help.contains("--output-format=FMT") && help.contains("Examples:"),
+        "{help}"
+    );
+    let o = zns(&["bench", "--cmdhelp=offset_increment"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(String::from_utf8(o.stdout)
+        .unwrap()
+        .starts_with("offset_increment"));
+    let o = zns(&["bench", "--cmdhelp"]);
+    let all = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        all.contains("zonemode") && all.contains("[znskit]"),
+        "{all}"
+    );
+}
