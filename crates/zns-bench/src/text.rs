@@ -506,8 +506,9 @@ fn latencies(job: &Value, out: &mut String) {
         let shown: Vec<String> = labels
             .iter()
             .filter_map(|l| {
+                // fio shows a non-zero share of less than 0.01% as 0.01%
                 let v = f64_of(map.get(*l));
-                (v > 0.0).then(|| format!("{l}={v:3.2}%"))
+                (v > 0.0).then(|| format!("{l}={:3.2}%", v.max(0.01)))
             })
             .collect();
         for chunk in shown.chunks(5) {
