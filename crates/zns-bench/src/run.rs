@@ -1583,7 +1583,7 @@ impl JobRun {
             }
             st.writes_since_reset_check += 1;
         }
-        // random ZRWA writes: in-place overwrites inside the window
+        // zones held open that can take a write now
         let usable = |z: &ZoneCursor| !z.busy && (deep || z.inflight == 0) && z.room() > 0;
         let want_more = st.open_set.len() < self.job_open_limit() as usize;
         let candidates: Vec<usize> = st
@@ -1651,22 +1651,19 @@ impl JobRun {
                         st.zones[zi].busy = true;
                         return Step::Reset(zi);
                     }
-                    if self.spec.zrwa && !st.zones[zi].zrwa {
-                        st.zones[zi].zrwa = true;
-                        st.zones[zi].busy = true;
-                        let zslba = st.zones[zi].start_lba;
-                        return Step::Mgmt(
-                            send(ZoneAction::Open { zrwa: true }, zslba),
-                            "open",
-                            zi,
-                        );
-                    }
                     zi
                 }
             }
         };
         if st.zones[zi].room() == 0 || st.zones[zi].busy {
             return Step::WaitChange;
+        }
+        if self.spec.zrwa && !st.zones[zi].zrwa {
+            // first write since the zone was taken (or reset): open it with a ZRWA
+            st.zones[zi].zrwa = true;
+            st.zones[zi].busy = true;
+            let zslba = st.zones[zi].start_lba;
+            return Step::Mgmt(send(ZoneAction::Open { zrwa: true }, zslba), "open", zi);
         }
         self.write_in(st, zi, bs_lbas)
     }
