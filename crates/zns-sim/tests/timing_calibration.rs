@@ -381,6 +381,41 @@ fn rand_read_qd(qd: u32) -> Job {
     j
 }
 
+/// Sequential reads of `bs` from byte `start` of namespace `ns`, wrapping
+/// after `span` bytes.
+fn seq_reads(ns: u32, start: u64, span: u64, bs: u64) -> Gen {
+    let mut off = 0u64;
+    Box::new(move |_| {
+        if off + bs > span {
+            off = 0;
+        }
+        let op = MediaOp::Read {
+            ns,
+            lba_offset_bytes: start + off,
+            bytes: bs,
+        };
+        off += bs;
+        op
+    })
+}
+
+/// One job of sequential reads at `qd` (ZNS-Study's fio `rw=read`, libaio):
+/// in zone 0 of the zoned namespace, or over the conventional namespace.
+/// Statistics over [10, 50] ms.
+fn seq_read_job(conv: bool, stack: HostStack, qd: u32, bs: u64) -> Job {
+    let mut fa = zn540();
+    let ns = if conv {
+        fa.declare_namespace(2, NamespaceKind::Conventional);
+        2
+    } else {
+        1
+    };
+    let mut jobs = [Job::new(stack, qd, seq_reads(ns, 0, 512 * MIB, bs))];
+    run(&mut fa, &mut jobs, 10 * MS, 50 * MS);
+    let [j] = jobs;
+    j
+}
+
 /// mq-deadline on one zone as the kernel does it: the zone write lock allows
 /// one dispatched write per zone; host I/Os that arrive while it is locked
 /// queue and are merged (contiguous) into one request at the next dispatch.
@@ -983,6 +1018,193 @@ fn zn540_interference_targets() {
         info("(data) write MiB/s during that run", 1155.2, wmib, 0.06),
     ];
     print_and_check("zn540 interference targets", &rows);
+}
+
+#[test]
+fn zn540_sequential_read_ahead() {
+    // ZNS-Study Fig. 5a (zsb_zonedns_seqread_lat_vs_qd.csv): 4 KiB sequential
+    // reads in one zone, libaio (io_uring stacks here), p50 = fio clat p50.
+    let w = 40 * MS;
+    println!(
+        "\nsequential 4 KiB reads in one zone: qd | none KIOPS data/model | none p50 us data/model | mq-deadline p50 us data/model"
+    );
+    let mut none = Vec::new();
+    let mut mq = Vec::new();
+    for (qd, dk, dn, dm) in [
+        (1, 76.15, 10.3, 10.3),
+        (2, 149.47, 11.2, 11.2),
+        (4, 280.93, 10.94, 12.22),
+        (8, 280.47, 24.96, 28.29),
+        (14, 280.69, 46.34, 51.46),
+    ] {
+        let n = seq_read_job(false, HostStack::IoUringNone, qd, 4 * KIB);
+        let m = seq_read_job(false, HostStack::IoUringMqDeadline, qd, 4 * KIB);
+        println!(
+            "{qd:>3} | {dk:>6.1} {:>6.1} | {dn:>6.2} {:>6.2} | {dm:>6.2} {:>6.2}",
+            n.iops(w) / 1e3,
+            n.pct_us(50.0),
+            m.pct_us(50.0)
+        );
+        none.push(n);
+        mq.push(m);
+    }
+    // ZNS-Study Fig. 4b (zsb_convns_bw_vs_bs_qd4.csv): conventional
+    // namespace, QD4, sequential vs random read bandwidth.
+    println!("\nconventional namespace, QD4, MiB/s: KiB | sequential read data/model | random read data/model");
+    let mut seq_mibps = Vec::new();
+    for (kib, ds, dr) in [
+        (4u64, 1139.4, 173.3),
+        (8, 1939.2, 299.7),
+        (16, 2028.2, 494.6),
+        (32, 2011.4, 688.9),
+        (64, 2005.4, 831.0),
+        (128, 2008.3, 1200.9),
+    ] {
+        let sq = seq_read_job(true, HostStack::IoUringNone, 4, kib * KIB).mibps(w);
+        let mut fa = zn540();
+        fa.declare_namespace(2, NamespaceKind::Conventional);
+        let mut r = rng(11);
+        let blocks = 4 * 1024 * MIB / (kib * KIB);
+        let g: Gen = Box::new(move |_| MediaOp::Read {
+            ns: 2,
+            lba_offset_bytes: (r() % blocks) * kib * KIB,
+            bytes: kib * KIB,
+        });
+        let mut jobs = [Job::new(HostStack::IoUringNone, 4, g)];
+        run(&mut fa, &mut jobs, 10 * MS, 50 * MS);
+        let rr = jobs[0].mibps(w);
+        println!("{kib:>4} | {ds:>7.1} {sq:>7.1} | {dr:>7.1} {rr:>7.1}");
+        seq_mibps.push(sq);
+    }
+    let cns_qd8 = seq_read_job(true, HostStack::IoUringNone, 8, 4 * KIB).iops(w) / 1e3;
+    // Competition (model only): the prefetch reads the dies like host reads.
+    // A 128 KiB QD4 sequential stream next to 1000 MiB/s of appends (reads
+    // have priority on the dies, so the stream keeps its rate), and a QD1 4 KiB
+    // random reader alone and next to the stream (it meets the prefetch on
+    // dies and channels).
+    let p = zn540().profile().clone();
+    let (zs, cap) = (p.zone_size_bytes, p.zone_capacity_bytes);
+    let mut fa = zn540();
+    let mut jobs: Vec<Job> = (0..4)
+        .map(|z| {
+            Job::new(
+                HostStack::Spdk,
+                1,
+                seq_appends(vec![400 + 10 * z], 128 * KIB, cap),
+            )
+            .rate(500 * US)
+        })
+        .collect();
+    jobs.push(Job::new(
+        HostStack::Spdk,
+        4,
+        seq_reads(1, 0, 512 * MIB, 128 * KIB),
+    ));
+    run(&mut fa, &mut jobs, 300 * MS, 700 * MS);
+    let wr: f64 = jobs[..4].iter().map(|j| j.mibps(400 * MS)).sum();
+    let loaded = jobs[4].mibps(400 * MS);
+    let alone = seq_read_job(false, HostStack::Spdk, 4, 128 * KIB).mibps(w);
+    let rand_job = || {
+        Job::new(
+            HostStack::Spdk,
+            1,
+            rand_reads(1, 100, 50, 4 * KIB, zs, cap, 9),
+        )
+    };
+    let mut fa = zn540();
+    let mut r_alone = [rand_job()];
+    run(&mut fa, &mut r_alone, 10 * MS, 200 * MS);
+    let mut fa = zn540();
+    let mut r_mixed = [
+        rand_job(),
+        Job::new(HostStack::Spdk, 4, seq_reads(1, 0, 512 * MIB, 128 * KIB)),
+    ];
+    run(&mut fa, &mut r_mixed, 10 * MS, 200 * MS);
+    println!(
+        "\n(model) 128 KiB QD4 sequential read: alone {alone:.0} MiB/s, next to {wr:.0} MiB/s of appends {loaded:.0} MiB/s"
+    );
+    println!(
+        "(model) QD1 4 KiB random read p50/p95 us: alone {:.1}/{:.1}, next to that stream ({:.0} MiB/s) {:.1}/{:.1}",
+        r_alone[0].pct_us(50.0),
+        r_alone[0].pct_us(95.0),
+        r_mixed[1].mibps(190 * MS),
+        r_mixed[0].pct_us(50.0),
+        r_mixed[0].pct_us(95.0)
+    );
+    assert!(
+        r_mixed[0].pct_us(95.0) > r_alone[0].pct_us(95.0),
+        "the prefetch takes die and channel time"
+    );
+    let rows = vec![
+        v(
+            "(data) seqread.zoned_qd1_p50_us (none)",
+            10.3,
+            none[0].pct_us(50.0),
+            0.10,
+        ),
+        v(
+            "(data) seqread.zoned_qd1_p95_us (none)",
+            11.46,
+            none[0].pct_us(95.0),
+            0.15,
+        ),
+        info(
+            "(data) seqread.zoned_qd1_p50_us (mq-deadline)",
+            10.3,
+            mq[0].pct_us(50.0),
+            0.10,
+        ),
+        v(
+            "(data) seqread.zoned_kiops_qd8 (none)",
+            280.47,
+            none[3].iops(w) / 1e3,
+            0.10,
+        ),
+        info(
+            "(data) seqread.zoned_p50_qd4_us (none)",
+            10.94,
+            none[2].pct_us(50.0),
+            0.10,
+        ),
+        v(
+            "(data) seqread.zoned_p50_qd14_us (none)",
+            46.34,
+            none[4].pct_us(50.0),
+            0.15,
+        ),
+        v(
+            "(data) seqread.zoned_p50_qd14_us (mq-deadline)",
+            51.46,
+            mq[4].pct_us(50.0),
+            0.15,
+        ),
+        v("(data) cns.seqread_kiops_qd8_4k", 296.61, cns_qd8, 0.10),
+        v(
+            "(data) cns.seqread_mibps_qd4_4k",
+            1139.4,
+            seq_mibps[0],
+            0.10,
+        ),
+        v(
+            "(data) cns.seqread_mibps_qd4_8k",
+            1939.2,
+            seq_mibps[1],
+            0.10,
+        ),
+        v(
+            "(data) cns.seqread_mibps_qd4_16k",
+            2028.2,
+            seq_mibps[2],
+            0.10,
+        ),
+        v(
+            "(data) cns.seqread_mibps_qd4_128k",
+            2008.3,
+            seq_mibps[5],
+            0.10,
+        ),
+    ];
+    print_and_check("zn540 sequential reads (read-ahead)", &rows);
 }
 
 #[test]

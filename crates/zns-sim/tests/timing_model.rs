@@ -97,6 +97,36 @@ fn validation_names_the_field() {
             }),
         ),
         ("flush_ns", Box::new(|p| p.flush_ns = u64::MAX)),
+        ("readahead_streams", Box::new(|p| p.readahead_streams = 17)),
+        (
+            "readahead_window_units",
+            Box::new(|p| {
+                p.readahead_streams = 8;
+                p.readahead_trigger_reads = 3;
+                p.readahead_hit_mibps = 2000;
+                p.readahead_window_units = 17;
+            }),
+        ),
+        (
+            "readahead_trigger_reads",
+            Box::new(|p| {
+                p.readahead_streams = 8;
+                p.readahead_window_units = 4;
+                p.readahead_hit_mibps = 2000;
+            }),
+        ),
+        (
+            "readahead_hit_mibps",
+            Box::new(|p| {
+                p.readahead_streams = 8;
+                p.readahead_window_units = 4;
+                p.readahead_trigger_reads = 3;
+            }),
+        ),
+        (
+            "readahead_hit_ns",
+            Box::new(|p| p.readahead_hit_ns = u64::MAX),
+        ),
     ];
     for (field, f) in cases {
         let mut p = base.clone();
@@ -317,6 +347,134 @@ fn namespaces_share_the_flash() {
         shared < 0.75 * alone,
         "conventional-namespace writes take flash from the zoned namespace: {alone} vs {shared}"
     );
+}
+
+/// QD1 reads of `n` consecutive `bs` blocks of namespace `ns` from byte
+/// `start`, from `t`; returns the latencies and the last completion.
+fn qd1_seq_reads(
+    fa: &mut FlashArray,
+    t: u64,
+    ns: u32,
+    start: u64,
+    bs: u64,
+    n: u64,
+) -> (Vec<u64>, u64) {
+    let mut t = t;
+    let mut lat = Vec::new();
+    for i in 0..n {
+        let op = MediaOp::Read {
+            ns,
+            lba_offset_bytes: start + i * bs,
+            bytes: bs,
+        };
+        let c = fa.submit(t, HostStack::Spdk, &op);
+        lat.push(c - t);
+        t = c;
+    }
+    (lat, t)
+}
+
+#[test]
+fn sequential_reads_are_served_by_read_ahead() {
+    let p = profile("zn540");
+    let hit = p.host_spdk_submit_ns
+        + p.frontend_ns
+        + p.read_controller_ns
+        + p.readahead_hit_ns
+        + p.read_complete_ns
+        + p.host_spdk_complete_ns;
+    let mut fa = FlashArray::new(&p).unwrap();
+    // 289 reads: the last one enters unit 12 (of 96 KiB) and tops the
+    // window up to unit 24.
+    let (lat, end) = qd1_seq_reads(&mut fa, 0, 1, 0, 4 * KIB, 289);
+    // The run is detected at its third read; the fourth waits for the
+    // prefetch of the rest of its unit; then no read touches a die.
+    assert!(lat[..3].iter().all(|&l| l > 60 * US), "{:?}", &lat[..4]);
+    assert!(lat[3] > 60 * US);
+    assert!(lat[4..].iter().all(|&l| l == hit), "{:?}", &lat[4..10]);
+    assert!(
+        fa.flash_idle_at() > end,
+        "the prefetch runs ahead of the host"
+    );
+    // Without read-ahead every read pays tR.
+    let mut off = p.clone();
+    off.readahead_streams = 0;
+    let mut fa = FlashArray::new(&off).unwrap();
+    let (lat, _) = qd1_seq_reads(&mut fa, 0, 1, 0, 4 * KIB, 300);
+    assert!(lat.iter().all(|&l| l > 60 * US));
+    // Large reads: the hit engine's rate bounds the stream.
+    let mut fa = FlashArray::new(&p).unwrap();
+    let (lat, _) = qd1_seq_reads(&mut fa, 0, 1, 0, 128 * KIB, 100);
+    let xfer = (128 * KIB * 1_000_000_000).div_ceil(p.readahead_hit_mibps * MIB);
+    assert_eq!(lat[99], hit - p.readahead_hit_ns + xfer);
+}
+
+#[test]
+fn random_reads_are_timed_as_without_read_ahead() {
+    let p = profile("zn540");
+    let trace = |p: &TimingProfile| {
+        let mut fa = FlashArray::new(p).unwrap();
+        fa.declare_namespace(2, NamespaceKind::Conventional);
+        let mut x = 99u64;
+        (0..30_000u64)
+            .map(|i| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let ns = 1 + (i % 2) as u32;
+                let off = (x >> 4) % (262_144) * 4 * KIB;
+                fa.submit(
+                    i * 2 * US,
+                    HostStack::Spdk,
+                    &MediaOp::Read {
+                        ns,
+                        lba_offset_bytes: off,
+                        bytes: 4 * KIB,
+                    },
+                )
+            })
+            .collect::<Vec<u64>>()
+    };
+    let mut off = p.clone();
+    off.readahead_streams = 0;
+    assert_eq!(trace(&p), trace(&off));
+}
+
+#[test]
+fn writes_and_resets_invalidate_prefetched_data() {
+    let p = profile("zn540");
+    let mut fa = FlashArray::new(&p).unwrap();
+    fa.declare_namespace(2, NamespaceKind::Conventional);
+    // zoned stream in zone 0, then the zone is reset: the next read is a flash read
+    let (_, t) = qd1_seq_reads(&mut fa, 0, 1, 0, 4 * KIB, 100);
+    let t = fa.submit(
+        t,
+        HostStack::Spdk,
+        &MediaOp::Reset {
+            ns: 1,
+            zone: 0,
+            written_bytes: 64 * MIB,
+            finished_early: false,
+        },
+    );
+    let (lat, t) = qd1_seq_reads(&mut fa, t, 1, 400 * KIB, 4 * KIB, 1);
+    assert!(lat[0] > 60 * US, "{lat:?}");
+    // conventional stream, then data ahead of it is overwritten: the next
+    // read is a flash read (and restarts the prefetch)
+    let (lat, t) = qd1_seq_reads(&mut fa, t, 2, 0, 4 * KIB, 100);
+    assert!(lat[99] < 15 * US, "{lat:?}");
+    let t = fa.submit(
+        t,
+        HostStack::Spdk,
+        &MediaOp::ConvWrite {
+            ns: 2,
+            lba_offset_bytes: 500 * KIB,
+            bytes: 4 * KIB,
+            fua: false,
+        },
+    );
+    let (lat, _) = qd1_seq_reads(&mut fa, t, 2, 400 * KIB, 4 * KIB, 2);
+    assert!(lat[0] > 60 * US, "{lat:?}");
 }
 
 #[test]
@@ -567,5 +725,68 @@ proptest! {
             let c = fa.submit(now, HostStack::ALL[s], &op);
             prop_assert!(c >= now, "{op:?} completed at {c} < {now}");
         }
+    }
+}
+
+/// A step of a mostly sequential reader: continue where the last read ended
+/// (0), jump anywhere (1, sizes up to any u64), or an op that invalidates
+/// read-ahead (2: zoned write, 3: conventional write, 4: reset).
+fn arb_stream_step() -> impl Strategy<Value = (u8, u64, u64, u32)> {
+    (
+        prop_oneof![6 => Just(0u8), 1 => Just(1u8), 1 => Just(2u8), 1 => Just(3u8), 1 => Just(4u8)],
+        prop_oneof![0u64..(4 << 30), any::<u64>()],
+        prop_oneof![1u64..(1 << 20), 0u64..(64 << 20), any::<u64>()],
+        0u32..3,
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, failure_persistence: None, ..ProptestConfig::default() })]
+    /// Read-ahead under any mix of sequential runs, jumps, huge sizes and
+    /// invalidations, on a zoned (ns 1) and a conventional (ns 2) namespace:
+    /// no panic, completion never before submission, deterministic.
+    #[test]
+    fn read_ahead_never_panics_and_never_completes_early(
+        steps in proptest::collection::vec((0u64..(200 * US), arb_stream_step()), 1..200),
+    ) {
+        let p = profile("zn540");
+        let go = || -> Result<Vec<u64>, TestCaseError> {
+            let mut fa = FlashArray::new(&p).unwrap();
+            fa.declare_namespace(2, NamespaceKind::Conventional);
+            let (mut now, mut next) = (0u64, [0u64; 3]);
+            let mut out = Vec::new();
+            for &(dt, (kind, off, bytes, ns)) in &steps {
+                now += dt;
+                let ns = 1 + ns % 2;
+                let op = match kind {
+                    0 | 1 => {
+                        let o = if kind == 0 { next[ns as usize] } else { off };
+                        next[ns as usize] = o.saturating_add(bytes);
+                        MediaOp::Read { ns, lba_offset_bytes: o, bytes }
+                    }
+                    2 => MediaOp::Write {
+                        ns: 1,
+                        zone: (off >> 31) as u32,
+                        zone_offset_bytes: off % (1 << 31),
+                        bytes,
+                        implicit_open: false,
+                        zrwa: false,
+                        fua: false,
+                    },
+                    3 => MediaOp::ConvWrite { ns: 2, lba_offset_bytes: off, bytes, fua: false },
+                    _ => MediaOp::Reset {
+                        ns: 1,
+                        zone: (off >> 31) as u32,
+                        written_bytes: bytes,
+                        finished_early: false,
+                    },
+                };
+                let c = fa.submit(now, HostStack::Spdk, &op);
+                prop_assert!(c >= now, "{op:?} completed at {c} < {now}");
+                out.push(c);
+            }
+            Ok(out)
+        };
+        prop_assert_eq!(go()?, go()?);
     }
 }

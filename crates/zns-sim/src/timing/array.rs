@@ -4,6 +4,7 @@
 use super::buffer::{splitmix64, ActivityMeter, WriteBuffer};
 use super::flash::{Channel, Die, Rate};
 use super::profile::{HostStack, TimingProfile, ZrwaMedium};
+use super::readahead::{Lookup, StreamTable, RING};
 
 /// One command as the timing model sees it. Offsets are bytes relative to the
 /// namespace (`Read`, `ConvWrite`) or to the zone start (`zone_offset_bytes`).
@@ -154,6 +155,13 @@ pub struct FlashArray {
     meters: [ActivityMeter; 3],
     reset_hit_acc: u64,
     draws: u64,
+    /// Sequential read streams (read-ahead).
+    ra: StreamTable,
+    /// Read-ahead hit engine busy-until.
+    ra_free: u64,
+    ra_rate: Rate,
+    ra_window: u64,
+    ra_trigger: u32,
 }
 
 impl FlashArray {
@@ -210,6 +218,11 @@ impl FlashArray {
             meters: [ActivityMeter::new(p.reset_interference_window_ns); 3],
             reset_hit_acc: PPM / 2,
             draws: 0,
+            ra: StreamTable::new(p.readahead_streams as usize),
+            ra_free: 0,
+            ra_rate: Rate::from_mibps(p.readahead_hit_mibps.max(1)),
+            ra_window: u64::from(p.readahead_window_units),
+            ra_trigger: p.readahead_trigger_reads,
             profile: p,
         })
     }
@@ -271,32 +284,44 @@ impl FlashArray {
                 d
             }
             MediaOp::Write {
+                ns,
                 zone,
                 zone_offset_bytes,
                 bytes,
                 implicit_open,
                 zrwa,
                 fua,
-                ..
             } => {
+                self.ra_zone_written(ns, zone, zone_offset_bytes, bytes);
                 let d =
                     self.zoned_write(t, zone, zone_offset_bytes, bytes, implicit_open, zrwa, fua);
                 self.meters[CLASS_WRITE].record(t, d);
                 d
             }
             MediaOp::Append {
+                ns,
                 zone,
                 zone_offset_bytes,
                 bytes,
                 implicit_open,
                 fua,
-                ..
             } => {
+                self.ra_zone_written(ns, zone, zone_offset_bytes, bytes);
                 let d = self.append(t, zone, zone_offset_bytes, bytes, implicit_open, fua);
                 self.meters[CLASS_APPEND].record(t, d);
                 d
             }
-            MediaOp::ConvWrite { ns, bytes, fua, .. } => {
+            MediaOp::ConvWrite {
+                ns,
+                lba_offset_bytes,
+                bytes,
+                fua,
+            } => {
+                if self.ra.any_live() {
+                    let end = lba_offset_bytes.saturating_add(bytes);
+                    self.ra
+                        .overwrite(ns, 0, lba_offset_bytes, end, self.unit_bytes);
+                }
                 let d = self.conv_write(t, ns, bytes, fua);
                 self.meters[CLASS_WRITE].record(t, d);
                 d
@@ -324,16 +349,23 @@ impl FlashArray {
             MediaOp::Close { .. } => self.frontend(t) + self.profile.close_ns,
             MediaOp::ZoneMgmtNoop { .. } => self.frontend(t) + self.profile.zone_mgmt_noop_ns,
             MediaOp::Finish {
+                ns,
                 zone,
                 written_bytes,
                 capacity_bytes,
-                ..
-            } => self.finish(t, zone, written_bytes, capacity_bytes),
+            } => {
+                self.ra_zone_dropped(ns, zone);
+                self.finish(t, zone, written_bytes, capacity_bytes)
+            }
             MediaOp::Reset {
+                ns,
+                zone,
                 written_bytes,
                 finished_early,
-                ..
-            } => self.reset(t, written_bytes, finished_early),
+            } => {
+                self.ra_zone_dropped(ns, zone);
+                self.reset(t, written_bytes, finished_early)
+            }
             MediaOp::Flush { .. } => {
                 let fe = self.frontend(t) + self.profile.flush_ns;
                 if self.profile.write_buffer_power_loss_protected {
@@ -656,18 +688,68 @@ impl FlashArray {
         self.schedule_zone_range(t, zone, off, bytes)
     }
 
+    /// Array read of bytes `[cs, ce)` of the program unit starting at
+    /// `unit_start` on `die`, from `t`: tR of the slowest page type touched,
+    /// then the channel transfer. Returns when the data is in the controller.
+    fn flash_read(&mut self, t: u64, die: usize, unit_start: u64, cs: u64, ce: u64) -> u64 {
+        let first = (cs - unit_start) / self.stripe_bytes;
+        let last = (ce - 1 - unit_start) / self.stripe_bytes;
+        let mut tr = 0;
+        for pg in first..=last.min(first + self.n_page_types - 1) {
+            tr = tr.max(self.read_page_ns[(pg % self.n_page_types) as usize]);
+        }
+        let re = self.dies[die].read(t, tr, self.seg_ns);
+        let ch = (die as u64 % self.n_channels) as usize;
+        self.channels[ch].read_xfer(re, self.ch_rate.ns(ce - cs))
+    }
+
     fn read(&mut self, t: u64, ns: u32, off: u64, bytes: u64) -> u64 {
         let conv = self.namespace_kind(ns) == NamespaceKind::Conventional;
-        let mut t0 = self.frontend(t);
+        let fe = self.frontend(t);
+        let unit = self.unit_bytes;
+        let end = off.saturating_add(bytes.min(MAX_UNITS_PER_COMMAND * unit));
+        // Read-ahead: a hit is served from the prefetched data; a read that
+        // continues a stream is a flash read that (re)starts its prefetch.
+        let mut cont = None;
+        if self.ra.enabled() && end > off {
+            let (base, limit) = self.ra_area(conv, off);
+            if end <= limit {
+                match self.ra.lookup(ns, base, off, end, unit) {
+                    Lookup::Hit(i) => {
+                        let u0 = (off - base) / unit;
+                        let u1 = (end - 1 - base) / unit;
+                        let st = &self.ra.s[i];
+                        if self.ra.next(i) == off {
+                            if u1 - u0 + 1 + self.ra_window <= RING {
+                                return self.ra_hit(fe, conv, i, limit, off, end);
+                            }
+                            // Too large for the window: a flash read.
+                            cont = Some((i, limit));
+                        } else if u1 < st.hi {
+                            // Not the stream's next read (a re-read, a random
+                            // read): served from the prefetched data, the
+                            // stream is left as it is.
+                            return self.ra_serve(
+                                fe + self.profile.read_controller_ns,
+                                i,
+                                off,
+                                end,
+                            );
+                        }
+                    }
+                    Lookup::Continue(i) => cont = Some((i, limit)),
+                    Lookup::Miss => {}
+                }
+            }
+        }
+        let mut t0 = fe;
         if conv {
             let s = t0.max(self.conv_read_free);
             self.conv_read_free = s + self.profile.conv_read_engine_ns;
             t0 = self.conv_read_free;
         }
         t0 += self.profile.read_controller_ns;
-        let unit = self.unit_bytes;
         let zs = self.profile.zone_size_bytes;
-        let end = off.saturating_add(bytes.min(MAX_UNITS_PER_COMMAND * unit));
         let mut pos = off;
         let mut done = t0;
         while pos < end {
@@ -685,19 +767,151 @@ impl FlashArray {
                 )
             };
             let chunk_end = end.min(unit_start.saturating_add(unit)).min(limit);
-            let first = (pos - unit_start) / self.stripe_bytes;
-            let last = (chunk_end - 1 - unit_start) / self.stripe_bytes;
-            let mut tr = 0;
-            for pg in first..=last.min(first + self.n_page_types - 1) {
-                tr = tr.max(self.read_page_ns[(pg % self.n_page_types) as usize]);
-            }
-            let re = self.dies[die].read(t0, tr, self.seg_ns);
-            let ch = (die as u64 % self.n_channels) as usize;
-            let xe = self.channels[ch].read_xfer(re, self.ch_rate.ns(chunk_end - pos));
-            done = done.max(xe);
+            done = done.max(self.flash_read(t0, die, unit_start, pos, chunk_end));
             pos = chunk_end;
         }
+        if let Some((i, limit)) = cont {
+            self.ra_continue(t0, conv, i, limit, end);
+        }
         done + self.profile.read_complete_ns
+    }
+
+    /// The area a read-ahead stream of the read at `off` lives in: the first
+    /// byte its program units are counted from, and the end it never
+    /// prefetches past (the zone's capacity; unbounded on a conventional
+    /// namespace).
+    #[inline]
+    fn ra_area(&self, conv: bool, off: u64) -> (u64, u64) {
+        if conv {
+            (0, u64::MAX)
+        } else {
+            let zs = self.profile.zone_size_bytes;
+            let start = if zs.is_power_of_two() {
+                off & !(zs - 1)
+            } else {
+                off - off % zs
+            };
+            (
+                start,
+                start.saturating_add(self.profile.zone_capacity_bytes),
+            )
+        }
+    }
+
+    /// Stream `i` was continued by a flash read ending at `end`: once the run
+    /// is long enough, prefetch from `end` (a new window if the read left the
+    /// old one behind) up to `readahead_window_units` units past its last unit.
+    fn ra_continue(&mut self, t: u64, conv: bool, i: usize, limit: u64, end: u64) {
+        let unit = self.unit_bytes;
+        self.ra.set_next(i, end);
+        let st = &mut self.ra.s[i];
+        st.run = st.run.saturating_add(1);
+        if st.run < self.ra_trigger {
+            return;
+        }
+        let u1 = (end - 1 - st.base) / unit;
+        if st.lo == st.hi || u1 >= st.lo {
+            let lo = if (end - st.base) % unit == 0 {
+                u1 + 1
+            } else {
+                u1
+            };
+            st.lo = lo;
+            st.hi = lo;
+            st.from = end;
+        }
+        self.ra_fill(t, conv, i, limit, u1 + self.ra_window);
+    }
+
+    /// A read of `[off, end)` served from stream `i`'s prefetched data: it
+    /// waits for the data of its units, then occupies the hit engine.
+    fn ra_hit(&mut self, fe: u64, conv: bool, i: usize, limit: u64, off: u64, end: u64) -> u64 {
+        let unit = self.unit_bytes;
+        let t1 = fe + self.profile.read_controller_ns;
+        self.ra.set_next(i, end);
+        let st = &mut self.ra.s[i];
+        let u0 = (off - st.base) / unit;
+        let u1 = (end - 1 - st.base) / unit;
+        st.run = st.run.saturating_add(1);
+        // Units behind the read are released.
+        if u0 > st.lo {
+            st.lo = u0;
+            st.from = st.from.max(st.base + u0 * unit);
+        }
+        self.ra_fill(t1, conv, i, limit, u1 + self.ra_window);
+        self.ra_serve(t1, i, off, end)
+    }
+
+    /// Serves `[off, end)` (held by stream `i`) from DRAM from `t`: once the
+    /// data of its units is in, the hit engine transfers it.
+    fn ra_serve(&mut self, t: u64, i: usize, off: u64, end: u64) -> u64 {
+        let unit = self.unit_bytes;
+        let base = self.ra.s[i].base;
+        let ring = &self.ra.ready[i];
+        let mut ready = t;
+        for k in (off - base) / unit..=(end - 1 - base) / unit {
+            ready = ready.max(ring[(k % RING) as usize]);
+        }
+        let p = &self.profile;
+        let s = ready.max(self.ra_free);
+        self.ra_free = s + p.readahead_hit_ns.max(self.ra_rate.ns(end - off));
+        self.ra_free + p.read_complete_ns
+    }
+
+    /// Prefetches the units of stream `i` not yet issued, up to unit `upto`
+    /// (bounded by `limit` and the ring), from `t`, on their dies.
+    fn ra_fill(&mut self, t: u64, conv: bool, i: usize, limit: u64, upto: u64) {
+        let unit = self.unit_bytes;
+        let st = self.ra.s[i];
+        let last = (limit - 1 - st.base) / unit;
+        let upto = upto.min(last).min(st.lo + RING - 1);
+        let zone = st.base / self.profile.zone_size_bytes;
+        let mut k = st.hi;
+        while k <= upto {
+            let us = st.base + k * unit;
+            let cs = us.max(st.from);
+            let ce = us.saturating_add(unit).min(limit);
+            let r = if cs < ce {
+                let die = if conv {
+                    self.conv_die(k)
+                } else {
+                    self.zone_die(zone, k)
+                };
+                self.flash_read(t, die, us, cs, ce)
+            } else {
+                t
+            };
+            self.ra.ready[i][(k % RING) as usize] = r;
+            k += 1;
+        }
+        self.ra.s[i].hi = self.ra.s[i].hi.max(k);
+        self.ra.update_live(i);
+    }
+
+    /// Zoned data `[off, off + bytes)` of `zone` was written: prefetched data
+    /// over it is stale.
+    #[inline]
+    fn ra_zone_written(&mut self, ns: u32, zone: u32, off: u64, bytes: u64) {
+        if self.ra.any_live() {
+            let base = u64::from(zone).saturating_mul(self.profile.zone_size_bytes);
+            let start = base.saturating_add(off);
+            self.ra.overwrite(
+                ns,
+                base,
+                start,
+                start.saturating_add(bytes),
+                self.unit_bytes,
+            );
+        }
+    }
+
+    /// `zone` was reset or finished: its streams are forgotten.
+    #[inline]
+    fn ra_zone_dropped(&mut self, ns: u32, zone: u32) {
+        if self.ra.enabled() {
+            let base = u64::from(zone).saturating_mul(self.profile.zone_size_bytes);
+            self.ra.drop_zone(ns, base);
+        }
     }
 
     fn finish(&mut self, t: u64, zone: u32, written: u64, capacity: u64) -> u64 {

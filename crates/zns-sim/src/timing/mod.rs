@@ -17,7 +17,11 @@
 //! * flash: channels and dies. Full program units are programmed when their
 //!   data is complete (channel transfer, then tPROG); reads take tR by page
 //!   type plus a channel transfer; reads suspend programs at segment
-//!   boundaries; finish filler is the lowest priority.
+//!   boundaries; finish filler is the lowest priority;
+//! * read-ahead (`readahead_*`): a table of sequential read streams; a
+//!   detected stream's next program units are prefetched from the dies in
+//!   the background, and reads inside the prefetched data are served by a
+//!   serial hit engine without a die read.
 //!
 //! Invariants:
 //! * Determinism: the same sequence of `submit` calls gives the same times;
@@ -30,6 +34,7 @@ mod array;
 mod buffer;
 mod flash;
 mod profile;
+mod readahead;
 
 pub use array::{FlashArray, MediaOp, NamespaceKind};
 pub use profile::{HostStack, TimingProfile, ZrwaMedium};
