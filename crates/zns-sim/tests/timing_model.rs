@@ -441,6 +441,59 @@ fn random_reads_are_timed_as_without_read_ahead() {
 }
 
 #[test]
+fn the_host_link_caps_read_bandwidth_and_costs_nothing_when_idle() {
+    let p = profile("zn540");
+    assert!(p.host_link_read_mibps > 0);
+    let mut unlimited = p.clone();
+    unlimited.host_link_read_mibps = 0;
+    // one read at a time: the link adds nothing
+    let qd1 = |p: &TimingProfile| {
+        let mut fa = FlashArray::new(p).unwrap();
+        let mut t = 0;
+        (0..200u64)
+            .map(|i| {
+                let done = fa.submit(
+                    t,
+                    HostStack::Spdk,
+                    &read((i * 7919 % 4096) * 128 * KIB, 128 * KIB),
+                );
+                let lat = done - t;
+                t = done;
+                lat
+            })
+            .collect::<Vec<u64>>()
+    };
+    assert_eq!(qd1(&p), qd1(&unlimited));
+    // 64 random 128 KiB reads kept in flight: the link is the limit
+    let mibps = |p: &TimingProfile| {
+        let mut fa = FlashArray::new(p).unwrap();
+        let mut inflight: Vec<u64> = vec![0; 64];
+        let mut bytes = 0u64;
+        let mut x = 7u64;
+        for _ in 0..20_000 {
+            let (slot, &t) = inflight.iter().enumerate().min_by_key(|(_, &t)| t).unwrap();
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let off = (x >> 8) % 60_000 * 128 * KIB;
+            inflight[slot] = fa.submit(t, HostStack::Spdk, &read(off, 128 * KIB));
+            bytes += 128 * KIB;
+        }
+        let end = *inflight.iter().max().unwrap();
+        bytes as f64 / MIB as f64 / (end as f64 / 1e9)
+    };
+    let (capped, free) = (mibps(&p), mibps(&unlimited));
+    assert!(
+        free > 3400.0,
+        "without the link the flash gives {free} MiB/s"
+    );
+    assert!(
+        (capped - p.host_link_read_mibps as f64).abs() / (p.host_link_read_mibps as f64) < 0.03,
+        "{capped} MiB/s"
+    );
+}
+
+#[test]
 fn writes_and_resets_invalidate_prefetched_data() {
     let p = profile("zn540");
     let mut fa = FlashArray::new(&p).unwrap();

@@ -159,6 +159,9 @@ pub struct FlashArray {
     ra: StreamTable,
     /// Read-ahead hit engine busy-until.
     ra_free: u64,
+    /// Host link (device → host) busy-until and rate; `None` = unlimited.
+    link_read_free: u64,
+    link_read_rate: Option<Rate>,
     ra_rate: Rate,
     ra_window: u64,
     ra_trigger: u32,
@@ -220,6 +223,9 @@ impl FlashArray {
             draws: 0,
             ra: StreamTable::new(p.readahead_streams as usize),
             ra_free: 0,
+            link_read_free: 0,
+            link_read_rate: (p.host_link_read_mibps > 0)
+                .then(|| Rate::from_mibps(p.host_link_read_mibps)),
             ra_rate: Rate::from_mibps(p.readahead_hit_mibps.max(1)),
             ra_window: u64::from(p.readahead_window_units),
             ra_trigger: p.readahead_trigger_reads,
@@ -773,7 +779,25 @@ impl FlashArray {
         if let Some((i, limit)) = cont {
             self.ra_continue(t0, conv, i, limit, end);
         }
-        done + self.profile.read_complete_ns
+        let link = self.link_read(fe, end - off);
+        done.max(link) + self.profile.read_complete_ns
+    }
+
+    /// The host link's share of a read of `bytes` whose command passed the
+    /// front end at `t`: link time is reserved in command order (front-end
+    /// times never decrease), `bytes / host_link_read_mibps` per read, and
+    /// the read cannot complete before its slot ends. An idle link adds
+    /// nothing (the slot ends long before the flash data is there); a
+    /// saturated one caps read bandwidth at the link rate.
+    fn link_read(&mut self, t: u64, bytes: u64) -> u64 {
+        match self.link_read_rate {
+            None => t,
+            Some(rate) => {
+                let s = t.max(self.link_read_free);
+                self.link_read_free = s + rate.ns(bytes);
+                self.link_read_free
+            }
+        }
     }
 
     /// The area a read-ahead stream of the read at `off` lives in: the first
@@ -855,7 +879,8 @@ impl FlashArray {
         let p = &self.profile;
         let s = ready.max(self.ra_free);
         self.ra_free = s + p.readahead_hit_ns.max(self.ra_rate.ns(end - off));
-        self.ra_free + p.read_complete_ns
+        let (hit_done, complete) = (self.ra_free, p.read_complete_ns);
+        hit_done.max(self.link_read(t, end - off)) + complete
     }
 
     /// Prefetches the units of stream `i` not yet issued, up to unit `upto`

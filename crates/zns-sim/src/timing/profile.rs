@@ -126,6 +126,11 @@ pub struct TimingProfile {
     pub read_controller_ns: u64,
     /// Fixed controller time of a read after the channel transfer (ECC, completion).
     pub read_complete_ns: u64,
+    /// Host link (PCIe) bandwidth from the device to the host: read data
+    /// crosses it after the flash (or the read-ahead DRAM), one transfer at
+    /// a time; 0 = unlimited (the default).
+    #[serde(default)]
+    pub host_link_read_mibps: u64,
     /// Flush command cost (with a power-loss-protected buffer this is all it costs).
     pub flush_ns: u64,
 
@@ -416,6 +421,7 @@ impl TimingProfile {
             ("conv_write_mibps", self.conv_write_mibps),
             ("zrwa_dram_mibps", self.zrwa_dram_mibps),
             ("readahead_hit_mibps", self.readahead_hit_mibps),
+            ("host_link_read_mibps", self.host_link_read_mibps),
         ] {
             if v > 1 << 24 {
                 return Err(format!(
