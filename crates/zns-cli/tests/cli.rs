@@ -138,3 +138,31 @@ fn replay_prints_one_json_object_per_command() {
     let o = zns(&["replay", example.to_str().unwrap(), "--fail-on-error"]);
     assert_eq!(code(&o), 1);
 }
+
+#[test]
+fn bench_writes_into_a_device_image_and_the_zones_stay_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = dir.path().join("dev.img");
+    let img = img.to_str().unwrap();
+    assert_eq!(code(&zns(&["create", "--profile", "tiny", img])), 0);
+    let filename = format!("--filename={img}");
+    let o = zns(&[
+        "bench",
+        "--name=w",
+        &filename,
+        "--rw=write",
+        "--bs=16k",
+        "--direct=1",
+        "--zonemode=zbd",
+        "--size=2z",
+        "--output-format=json",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // tiny: zone capacity 192 blocks of 4 KiB
+    assert_eq!(v["jobs"][0]["write"]["io_bytes"], 2 * 192 * 4096);
+    let o = zns(&["zone", "report", img, "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let text = stdout(&o);
+    assert_eq!(text.matches("\"FULL\"").count(), 2, "{text}");
+}
