@@ -1331,9 +1331,10 @@ impl JobRun {
     }
 
     /// Bookkeeping after a write of `lbas` to zone `zi` completed: readable
-    /// data, ZRWA flushes, retiring a zone that is done, reset-threshold resets.
+    /// data, then the zone's follow-up commands (ZRWA flushes, the finish of a
+    /// zone_write_limit zone) until it needs none, retiring a zone whose
+    /// writes are all done from the open set.
     async fn zone_write_done(&self, zi: usize, lbas: u64) -> Result<(), RunError> {
-        let mut follow: Option<(ZoneSendCmd, &'static str)> = None;
         {
             let mut st = self.st.borrow_mut();
             let rnd_zrwa = self.spec.zrwa && self.spec.rw.is_random();
@@ -1343,65 +1344,69 @@ impl JobRun {
                 z.done += lbas;
                 z.readable = z.readable.max(z.done);
             }
-            let z = z.clone();
-            if z.readable > 0 && !st.read_zones.contains(&zi) {
+            if st.zones[zi].readable > 0 && !st.read_zones.contains(&zi) {
                 st.read_zones.push(zi);
             }
-            // explicit ZRWA flush every zrwa_flush_bytes (when nothing is in flight)
-            if let Some(fb) = self.spec.zrwa_flush_bytes {
-                let f =
-                    fb.resolve(self.geo.capacity_bytes, self.geo.zone_bytes, self.lba) / self.lba;
-                if z.zrwa && z.inflight == 0 && !z.busy && z.next - z.flushed >= f {
-                    let to = z.flushed + (z.next - z.flushed) / f * f;
-                    st.zones[zi].flushed = to;
-                    st.zones[zi].busy = true;
-                    follow = Some((
-                        send(ZoneAction::FlushZrwa, z.start_lba + to - 1),
-                        "zrwa_flush",
-                    ));
-                }
-            }
-            let z = st.zones[zi].clone();
-            // a zone whose writes are all done leaves the open set
-            if follow.is_none() && z.open && z.room() == 0 && z.inflight == 0 && !z.busy {
-                let cap = self.geo.zone_cap_bytes / self.lba;
-                if z.limit_lbas < cap {
-                    // zone_write_limit: finish the partly written zone
-                    st.zones[zi].busy = true;
-                    follow = Some((send(ZoneAction::Finish, z.start_lba), "finish"));
-                    st.zones[zi].readable = z.limit_lbas;
-                } else if z.zrwa && z.flushed < z.limit_lbas {
-                    st.zones[zi].busy = true;
-                    st.zones[zi].flushed = z.limit_lbas;
-                    follow = Some((
-                        send(ZoneAction::FlushZrwa, z.start_lba + z.limit_lbas - 1),
-                        "zrwa_flush",
-                    ));
-                }
-                self.release_zone(&mut st, zi);
-            }
         }
-        if let Some((cmd, key)) = follow {
+        while let Some((cmd, key)) = self.zone_followup(zi) {
             let r = self.timed_mgmt(cmd, key).await;
-            self.st.borrow_mut().zones[zi].busy = false;
-            if key == "finish" {
-                self.st.borrow_mut().zones[zi].next = self.geo.zone_cap_bytes / self.lba;
+            {
+                let mut st = self.st.borrow_mut();
+                st.zones[zi].busy = false;
+                if key == "finish" {
+                    st.zones[zi].next = self.geo.zone_cap_bytes / self.lba;
+                }
             }
             self.shared.changed.notify_waiters();
             r?;
-            // the flush may have been the zone's last step
-            let retire = {
-                let st = self.st.borrow();
-                let z = &st.zones[zi];
-                z.open && z.room() == 0 && z.inflight == 0
-            };
-            if retire {
-                let mut st = self.st.borrow_mut();
-                self.release_zone(&mut st, zi);
-            }
         }
         self.shared.changed.notify_waiters();
         Ok(())
+    }
+
+    /// The next command zone `zi` needs now that no write of it is in
+    /// flight (marking the zone busy), or `None`; a zone left with nothing to
+    /// do and no room is released from the open set.
+    fn zone_followup(&self, zi: usize) -> Option<(ZoneSendCmd, &'static str)> {
+        let mut st = self.st.borrow_mut();
+        let z = st.zones[zi].clone();
+        if (!z.zrwa && !z.open) || z.inflight > 0 || z.busy {
+            return None;
+        }
+        // explicit ZRWA flush every zrwa_flush_bytes
+        if let Some(fb) = self.spec.zrwa_flush_bytes {
+            let f = fb.resolve(self.geo.capacity_bytes, self.geo.zone_bytes, self.lba) / self.lba;
+            if z.zrwa && f > 0 && z.next - z.flushed >= f {
+                let to = z.flushed + (z.next - z.flushed) / f * f;
+                st.zones[zi].flushed = to;
+                st.zones[zi].busy = true;
+                return Some((
+                    send(ZoneAction::FlushZrwa, z.start_lba + to - 1),
+                    "zrwa_flush",
+                ));
+            }
+        }
+        if !z.open || z.room() > 0 {
+            return None;
+        }
+        let cap = self.geo.zone_cap_bytes / self.lba;
+        if z.limit_lbas < cap && z.next < cap {
+            // zone_write_limit: finish the partly written zone
+            st.zones[zi].busy = true;
+            st.zones[zi].readable = z.limit_lbas;
+            return Some((send(ZoneAction::Finish, z.start_lba), "finish"));
+        }
+        if z.zrwa && z.flushed < z.limit_lbas {
+            // the last ZRWA data: flush it so the zone becomes full
+            st.zones[zi].busy = true;
+            st.zones[zi].flushed = z.limit_lbas;
+            return Some((
+                send(ZoneAction::FlushZrwa, z.start_lba + z.limit_lbas - 1),
+                "zrwa_flush",
+            ));
+        }
+        self.release_zone(&mut st, zi);
+        None
     }
 
     fn release_zone(&self, st: &mut JobState, zi: usize) {
