@@ -141,9 +141,6 @@ fn dir() -> PathBuf {
 fn definitions_are_consistent() {
     let suite = Suite::load(&dir()).unwrap();
     for t in &suite.targets {
-        if t.id.starts_with("sn540.") {
-            continue;
-        }
         assert!(
             suite.experiments.contains_key(&t.id),
             "{} has no experiment in fidelity.toml",
@@ -230,17 +227,12 @@ fn end_to_end_qd1_write_and_pending_sn540() {
     assert!(r.to_text().contains("zn540.qd1.write_4k_spdk_us"));
     assert_eq!(r.to_json()["targets"][0]["status"], "pass");
 
-    let opts = FidelityOptions {
-        filter: Some("sn540.*".into()),
-        curves: false,
-        ..FidelityOptions::default()
-    };
-    let r = run_fidelity(&opts, &mut |_, _, _| {}).unwrap();
-    assert!(r
-        .targets
-        .iter()
-        .all(|t| t.status == Status::Pending && t.note.as_deref().unwrap().contains("issue 4")));
-    assert!(r.job_files.is_empty());
+    // The sn540 (FTL) target has its experiment: it is run, not pending
+    // (running it takes seconds in a debug build; whole_suite does).
+    let suite = Suite::load(&dir()).unwrap();
+    let e = &suite.experiments["sn540.vs_zn540.read_p95_under_full_write_ms"];
+    assert!(e.pending.is_none());
+    assert_eq!(e.job.as_deref(), Some("sn540-reads-under-writes.fio"));
 }
 
 /// The whole suite (slow in debug builds): prints the table, writes plots

@@ -7,6 +7,7 @@
 //! corrupt); 4 an I/O error on a file.
 
 mod bench;
+mod cache;
 mod fidelity;
 mod output;
 
@@ -33,6 +34,8 @@ Examples:
   zns probe --profile zn540                QD1 latencies of the emulated device
   zns bench examples/fio/seqwrite.fio      a fio job file in virtual time, fio's output
   zns fidelity --filter qd1                emulated vs published ZN540 figures
+  zns cache run --device zn540 --zones 8   ZNCache over the emulated ZN540 (see zns cache run --help)
+  zns repro zncache --exp b,d              the ZNCache paper's experiments, scaled
 
 Exit codes: 0 ok, 1 the device rejected a command, 2 wrong arguments,
 3 bad profile/trace/image/job file, 4 file I/O error.";
@@ -66,6 +69,12 @@ enum Command {
     },
     /// Run the fidelity suite: every published ZN540 figure measured through `zns bench`, with pass/fail per target (exit 1 if any fails).
     Fidelity(fidelity::FidelityArgs),
+    /// ZNCache, the ZNS-aware flash chunk cache: run it over an emulated device, generate workload files.
+    #[command(subcommand)]
+    Cache(cache::CacheCommand),
+    /// Reproduce a paper's experiments (zncache).
+    #[command(subcommand)]
+    Repro(cache::ReproCommand),
 }
 
 /// Which profile, with overrides.
@@ -381,6 +390,8 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Probe(args) => probe(args),
         Command::Bench { args } => bench::bench(args),
         Command::Fidelity(args) => fidelity::fidelity(args),
+        Command::Cache(cmd) => cache::cache(cmd),
+        Command::Repro(cmd) => cache::repro_cmd(cmd),
     }
 }
 

@@ -30,9 +30,10 @@ use zns_core::{
     ZoneDescriptor, ZoneSendCmd, ZoneSet, ZoneState, ZonedConfig,
 };
 use zns_sim::rng::SimRng;
-use zns_sim::timing::{FlashArray, HostStack, MediaOp, NamespaceKind};
+use zns_sim::timing::{FlashArray, FtlPlace, HostStack, MediaOp, NamespaceKind};
 use zns_sim::Handle;
 
+use crate::ftl::{Ftl, FtlEffects, FtlStats};
 use crate::mqdeadline::ZoneWriteLocks;
 use crate::profile::{
     CompletedWritePolicy, ConventionalConfig, InFlightWritePolicy, NamespaceProfile, Profile,
@@ -60,6 +61,8 @@ pub(crate) enum NsState {
     Conventional {
         config: ConventionalConfig,
         store: Box<dyn DataStore>,
+        /// The page-mapped FTL of an SSD namespace (`[namespace.ftl]`).
+        ftl: Option<Box<Ftl>>,
     },
 }
 
@@ -129,6 +132,9 @@ struct State {
     /// Set when an image was opened from its older zone table because the
     /// newest one failed its checks (a save torn by a crash, or damage).
     metadata_recovery: Option<String>,
+    /// Scratch buffers of FTL namespaces (reused, no allocation per command).
+    ftl_fx: FtlEffects,
+    ftl_places: Vec<FtlPlace>,
 }
 
 pub(crate) struct Inner {
@@ -197,7 +203,7 @@ impl Controller {
         let mut namespaces = Vec::new();
         for ns in &profile.namespaces {
             let store = crate::store::new_store(options.store, ns.lba_bytes(), ns.lba_count());
-            namespaces.push(new_ns_state(ns, store, None)?);
+            namespaces.push(new_ns_state(ns, &profile.timing, store, None)?);
         }
         Controller::assemble(handle, profile, options.host_stack, namespaces, None)
     }
@@ -217,7 +223,12 @@ impl Controller {
         let image = PersistentImage::create(path, &profile.to_toml(), &layout)?;
         let mut namespaces = Vec::new();
         for (i, ns) in profile.namespaces.iter().enumerate() {
-            namespaces.push(new_ns_state(ns, image.namespace_store(i), None)?);
+            namespaces.push(new_ns_state(
+                ns,
+                &profile.timing,
+                image.namespace_store(i),
+                None,
+            )?);
         }
         let ctrl = Controller::assemble(handle, profile, host_stack, namespaces, Some(image))?;
         ctrl.persist_metadata().map_err(DeviceError::Store)?;
@@ -248,7 +259,12 @@ impl Controller {
                 .as_ref()
                 .and_then(|r| r.get(i))
                 .map(|v| v.as_slice());
-            namespaces.push(new_ns_state(ns, image.namespace_store(i), zone_records)?);
+            namespaces.push(new_ns_state(
+                ns,
+                &profile.timing,
+                image.namespace_store(i),
+                zone_records,
+            )?);
         }
         let ctrl = Controller::assemble(handle, profile, host_stack, namespaces, Some(image))?;
         // Power-on after whatever ended the last process: open zones become
@@ -300,6 +316,8 @@ impl Controller {
             stats: ControllerStats::default(),
             image,
             metadata_recovery: None,
+            ftl_fx: FtlEffects::default(),
+            ftl_places: Vec::new(),
         };
         Ok(Controller {
             inner: Rc::new(Inner {
@@ -364,6 +382,36 @@ impl Controller {
 
     pub fn stats(&self) -> ControllerStats {
         self.inner.state.borrow().stats
+    }
+
+    /// FTL counters (host and flash bytes written — device WAF —, GC,
+    /// erases, wear, map memory) of namespace `nsid` (1-based); None if it
+    /// is not an FTL namespace.
+    pub fn ftl_stats(&self, nsid: u32) -> Option<FtlStats> {
+        let st = self.inner.state.borrow();
+        match st.namespaces.get(nsid.checked_sub(1)? as usize)? {
+            NsState::Conventional { ftl: Some(f), .. } => Some(f.stats()),
+            _ => None,
+        }
+    }
+
+    /// Erase count of every block of FTL namespace `nsid` (wear per block,
+    /// die-major order); None if it is not an FTL namespace.
+    pub fn ftl_block_erase_counts(&self, nsid: u32) -> Option<Vec<u32>> {
+        let st = self.inner.state.borrow();
+        match st.namespaces.get(nsid.checked_sub(1)? as usize)? {
+            NsState::Conventional { ftl: Some(f), .. } => Some(f.block_erase_counts()),
+            _ => None,
+        }
+    }
+
+    /// Checks the page-map invariants of FTL namespace `nsid` (tests).
+    pub fn ftl_check(&self, nsid: u32) -> Result<(), String> {
+        let st = self.inner.state.borrow();
+        match st.namespaces.get(nsid.saturating_sub(1) as usize) {
+            Some(NsState::Conventional { ftl: Some(f), .. }) => f.check_consistency(),
+            _ => Err(format!("namespace {nsid} has no FTL")),
+        }
     }
 
     /// Virtual time (ns) at which all flash work scheduled so far (programs,
@@ -462,9 +510,13 @@ impl Controller {
                 .map(|&(_, a, b)| (a, b))
                 .collect();
             match ns {
-                NsState::Conventional { store, .. } => {
+                NsState::Conventional { store, ftl, config } => {
+                    let lba = u64::from(config.lba_bytes);
                     for (a, b) in ns_lost {
                         let _ = store.deallocate(a, b - a);
+                        if let Some(ftl) = ftl.as_mut() {
+                            ftl.trim(a * lba, (b - a) * lba);
+                        }
                     }
                 }
                 NsState::Zoned { zones, store } => {
@@ -949,15 +1001,24 @@ impl Controller {
                 .store()
                 .read(slba, buf)
                 .map_err(store_status)?;
-            done_ns = st.flash.submit(
-                now_ns,
-                stack,
-                &MediaOp::Read {
-                    ns,
-                    lba_offset_bytes: slba * lba_bytes as u64,
-                    bytes: buf.len() as u64,
-                },
-            );
+            let off = slba * lba_bytes as u64;
+            let bytes = buf.len() as u64;
+            done_ns = match &st.namespaces[ns as usize] {
+                NsState::Conventional { ftl: Some(ftl), .. } => {
+                    ftl.places(off, bytes, &mut st.ftl_places);
+                    st.flash
+                        .submit_ftl_read(now_ns, stack, ns, off, bytes, &st.ftl_places)
+                }
+                _ => st.flash.submit(
+                    now_ns,
+                    stack,
+                    &MediaOp::Read {
+                        ns,
+                        lba_offset_bytes: off,
+                        bytes,
+                    },
+                ),
+            };
             st.stats.reads += 1;
             st.stats.bytes_read += buf.len() as u64;
         }
@@ -1045,20 +1106,63 @@ impl Controller {
         let done_ns = {
             let mut guard = self.inner.state.borrow_mut();
             let st = &mut *guard;
-            st.namespaces[ns as usize]
-                .store()
-                .write(slba, data)
-                .map_err(store_status)?;
-            let t = st.flash.submit(
-                now_ns,
-                stack,
-                &MediaOp::ConvWrite {
-                    ns,
-                    lba_offset_bytes: slba * config.lba_bytes as u64,
-                    bytes: data.len() as u64,
-                    fua: flags.fua,
-                },
-            );
+            let off = slba * config.lba_bytes as u64;
+            let bytes = data.len() as u64;
+            let NsState::Conventional { store, ftl, .. } = &mut st.namespaces[ns as usize] else {
+                return Err(NvmeStatus::InvalidNamespace.into());
+            };
+            store.write(slba, data).map_err(store_status)?;
+            let t = match ftl.as_mut() {
+                None => st.flash.submit(
+                    now_ns,
+                    stack,
+                    &MediaOp::ConvWrite {
+                        ns,
+                        lba_offset_bytes: off,
+                        bytes,
+                        fua: flags.fua,
+                    },
+                ),
+                Some(ftl) => {
+                    let fx = &mut st.ftl_fx;
+                    fx.clear();
+                    // The frontier steers units to the least busy dies.
+                    let n = st.flash.dies();
+                    fx.load.until_ns.clear();
+                    fx.load
+                        .until_ns
+                        .extend((0..n).map(|d| st.flash.die_program_until(d).max(now_ns)));
+                    fx.load.program_ns = st.flash.profile().program_ns;
+                    fx.load.unit_read_ns = st.flash.unit_read_ns();
+                    fx.load.erase_ns = st.flash.profile().erase_ns;
+                    ftl.write(off, bytes, fx)
+                        .map_err(|_| NvmeError::from(NvmeStatus::InternalError))?;
+                    // GC the write triggered runs first on its dies.
+                    for g in &fx.gc {
+                        let op = MediaOp::GcRelocate {
+                            ns,
+                            die: g.die,
+                            read_units: g.read_units,
+                            bytes: g.bytes,
+                            program_units: g.program_units,
+                        };
+                        st.flash.submit(now_ns, stack, &op);
+                        for _ in 0..g.erases {
+                            st.flash
+                                .submit(now_ns, stack, &MediaOp::Erase { ns, die: g.die });
+                        }
+                    }
+                    st.flash.submit_ftl_write(
+                        now_ns,
+                        stack,
+                        ns,
+                        off,
+                        bytes,
+                        flags.fua,
+                        &fx.unit_dies,
+                    )
+                }
+            };
             st.stats.writes += 1;
             st.stats.bytes_written += data.len() as u64;
             log_pending(
@@ -1101,10 +1205,13 @@ impl Controller {
         }
         let done_ns = {
             let mut st = self.inner.state.borrow_mut();
-            st.namespaces[ns as usize]
-                .store()
-                .deallocate(slba, nlb)
-                .map_err(store_status)?;
+            let lba = u64::from(config.lba_bytes);
+            if let NsState::Conventional { store, ftl, .. } = &mut st.namespaces[ns as usize] {
+                store.deallocate(slba, nlb).map_err(store_status)?;
+                if let Some(ftl) = ftl.as_mut() {
+                    ftl.trim(slba * lba, nlb * lba);
+                }
+            }
             // A deallocate costs a metadata update, like a flush of the mapping.
             st.flash.submit(now_ns, stack, &MediaOp::Flush { ns })
         };
@@ -1258,6 +1365,7 @@ fn media_op_for(
 
 fn new_ns_state(
     ns: &NamespaceProfile,
+    timing: &zns_sim::timing::TimingProfile,
     store: Box<dyn DataStore>,
     records: Option<&[zns_core::ZoneRecord]>,
 ) -> Result<NsState, DeviceError> {
@@ -1270,10 +1378,18 @@ fn new_ns_state(
             .map_err(DeviceError::Invalid)?;
             NsState::Zoned { zones, store }
         }
-        NamespaceProfile::Conventional(c) => NsState::Conventional {
-            config: c.clone(),
-            store,
-        },
+        NamespaceProfile::Conventional(c) => {
+            let ftl = c
+                .ftl_geometry(timing)
+                .map_err(DeviceError::Invalid)?
+                .zip(c.ftl.as_ref())
+                .map(|(geo, cfg)| Box::new(Ftl::new(cfg, geo)));
+            NsState::Conventional {
+                config: c.clone(),
+                store,
+                ftl,
+            }
+        }
     })
 }
 
@@ -1392,6 +1508,11 @@ pub struct EmulatedConventionalNs {
 impl EmulatedConventionalNs {
     pub fn controller(&self) -> &Controller {
         &self.ctrl
+    }
+    /// FTL counters (device WAF: `flash_bytes_written / host_bytes_written`,
+    /// GC, erases, wear) if this namespace is an SSD with an FTL.
+    pub fn ftl_stats(&self) -> Option<FtlStats> {
+        self.ctrl.ftl_stats(self.ns + 1)
     }
     pub fn nsid(&self) -> u32 {
         self.ns + 1

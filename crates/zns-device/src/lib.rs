@@ -1,8 +1,10 @@
 //! zns-device owns the devices users open: `EmulatedZns` (a zoned namespace:
 //! ZNS semantics from `zns-core`, timing from `zns-sim`, data from a store) and
-//! `EmulatedConventionalNs` (a conventional namespace), both carried by a
+//! `EmulatedConventionalNs` (a conventional namespace; with an
+//! `[namespace.ftl]` table, an SSD with a page-mapped FTL and device-side
+//! garbage collection: `ftl`, profile `sn540`), both carried by a
 //! `Controller` whose namespaces share one flash array; the device profiles
-//! (`zn540`, `zn540-cns`, `pm1731a`, `tiny`) as TOML data; the data stores (none,
+//! (`zn540`, `zn540-cns`, `pm1731a`, `tiny`, `sn540`, `tiny-ftl`) as TOML data; the data stores (none,
 //! stamp, memory, persistent image); and the fault model.
 //!
 //! # What is emulated
@@ -28,6 +30,7 @@
 //! them; open zones come back closed; ZRWA contents follow the profile.
 
 pub mod controller;
+pub mod ftl;
 mod mqdeadline;
 pub mod probe;
 pub mod profile;
@@ -38,5 +41,6 @@ pub use controller::{
     Controller, ControllerOptions, ControllerStats, DeviceError, EmulatedConventionalNs,
     EmulatedZns, InjectedFault,
 };
+pub use ftl::{FtlConfig, FtlGeometry, FtlStats, VictimPolicy};
 pub use profile::{NamespaceProfile, PowerLossPolicy, Profile, ProfileError};
 pub use store::{DataStore, StoreError, StoreKind};

@@ -1,7 +1,8 @@
 //! Device profiles: what an emulated controller is — its namespaces (zoned and
 //! conventional), power-loss policy and timing parameters — as TOML data.
 //!
-//! Built-in profiles (`zn540`, `zn540-cns`, `pm1731a`, `tiny`) live in the
+//! Built-in profiles (`zn540`, `zn540-cns`, `zn540-lbaf0`, `pm1731a`, `tiny`,
+//! `sn540`, `tiny-ftl`) live in the
 //! repository's `profiles/` directory and are compiled in; users can load their
 //! own file or override any value with `key=value` paths (`--set
 //! namespace.0.zone_count=64`, or the CLI shortcuts such as `--zones 64`).
@@ -39,9 +40,34 @@ pub struct ConventionalConfig {
     pub capacity_lbas: u64,
     /// Largest transfer of one command (MDTS), in LBAs.
     pub max_transfer_lbas: u32,
+    /// Present: the namespace is an SSD with a page-mapped FTL and
+    /// device-side garbage collection (`crate::ftl`, docs/ftl.md); absent:
+    /// a conventional namespace whose flash placement is not modelled (GC
+    /// is not modelled either).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ftl: Option<crate::ftl::FtlConfig>,
 }
 
 impl ConventionalConfig {
+    /// The FTL geometry of this namespace on the flash `timing` describes
+    /// (None without an `[namespace.ftl]` table).
+    pub fn ftl_geometry(
+        &self,
+        timing: &TimingProfile,
+    ) -> Result<Option<crate::ftl::FtlGeometry>, String> {
+        match &self.ftl {
+            None => Ok(None),
+            Some(f) => f
+                .geometry(
+                    timing.total_dies(),
+                    timing.program_unit_bytes(),
+                    self.capacity_lbas.saturating_mul(u64::from(self.lba_bytes)),
+                    self.lba_bytes,
+                )
+                .map(Some),
+        }
+    }
+
     pub fn validate(&self) -> Result<(), String> {
         if !self.lba_bytes.is_power_of_two() || !(512..=65536).contains(&self.lba_bytes) {
             return Err(format!(
@@ -155,6 +181,12 @@ const BUILTIN: &[(&str, &str)] = &[
     ),
     ("pm1731a", include_str!("../../../profiles/pm1731a.toml")),
     ("tiny", include_str!("../../../profiles/tiny.toml")),
+    ("sn540", include_str!("../../../profiles/sn540.toml")),
+    (
+        "sn540-mini",
+        include_str!("../../../profiles/sn540-mini.toml"),
+    ),
+    ("tiny-ftl", include_str!("../../../profiles/tiny-ftl.toml")),
 ];
 
 impl Profile {
@@ -242,6 +274,12 @@ impl Profile {
         self.timing
             .validate()
             .map_err(|m| invalid("timing".into(), m))?;
+        for (i, ns) in self.namespaces.iter().enumerate() {
+            if let NamespaceProfile::Conventional(c) = ns {
+                c.ftl_geometry(&self.timing)
+                    .map_err(|m| invalid(format!("namespace.{i}"), m))?;
+            }
+        }
         Ok(())
     }
 
@@ -353,5 +391,5 @@ fn check_same_type(key: &str, old: &toml::Value, new: &toml::Value) -> Result<()
 
 /// Optional keys that may be absent from the serialized tree and still be set.
 fn is_optional_key(key: &str) -> bool {
-    matches!(key, "zrwa")
+    matches!(key, "zrwa" | "ftl")
 }

@@ -87,6 +87,32 @@ pub enum MediaOp {
     /// A zone-management command that changes nothing (reset of an Empty
     /// zone, close of a Closed zone, open of an open zone...).
     ZoneMgmtNoop { ns: u32, zone: u32 },
+    /// Device-side garbage collection of an FTL namespace (background, no
+    /// host overhead): on `die`, read the valid data of `read_units` program
+    /// units of a victim block (every page type of each unit), move `bytes`
+    /// over the die's channel (out and back in, for ECC), and program
+    /// `program_units` units of the die's GC block. Die time in the host
+    /// program class: host reads suspend it at segment boundaries like any
+    /// program; host programs queue behind it. Returns when it ends.
+    GcRelocate {
+        ns: u32,
+        die: u32,
+        read_units: u64,
+        bytes: u64,
+        program_units: u64,
+    },
+    /// Block erase on `die` (`erase_ns`, background, host program class).
+    Erase { ns: u32, die: u32 },
+}
+
+/// Where a piece of a read lies on flash, as an FTL namespace's page map
+/// says (`FlashArray::submit_ftl_read`): `bytes` from `unit_offset_bytes`
+/// inside a program unit on `die`. The offset gives the page type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FtlPlace {
+    pub die: u32,
+    pub unit_offset_bytes: u64,
+    pub bytes: u64,
 }
 
 /// How a namespace maps to flash.
@@ -261,6 +287,27 @@ impl FlashArray {
         self.buffer.used()
     }
 
+    /// Number of dies.
+    pub fn dies(&self) -> u32 {
+        self.total_dies as u32
+    }
+
+    /// End of the programs (host and GC) and erases queued on `die`: an FTL
+    /// steering new program units to the least busy die reads this.
+    pub fn die_program_until(&self, die: u32) -> u64 {
+        self.dies
+            .get(die as usize)
+            .map_or(0, |d| d.prog_until().max(d.busy_until()))
+    }
+
+    /// Die time to read every page of one program unit (GC reads).
+    pub fn unit_read_ns(&self) -> u64 {
+        let ppp = u64::from(self.profile.pages_per_program);
+        (0..ppp)
+            .map(|pg| self.read_page_ns[(pg % self.n_page_types) as usize])
+            .sum()
+    }
+
     /// Virtual time at which all flash work scheduled so far has ended
     /// (programs, filler, reads); a quiescent device is idle from then on.
     pub fn flash_idle_at(&self) -> u64 {
@@ -272,11 +319,7 @@ impl FlashArray {
     /// `ZrwaCommit` is background work: it returns when its data is in flash.
     pub fn submit(&mut self, now_ns: u64, stack: HostStack, op: &MediaOp) -> u64 {
         let now_ns = now_ns.min(MAX_SUBMIT_NS);
-        let (hs, hc) = self.host[match stack {
-            HostStack::Spdk => 0,
-            HostStack::IoUringNone => 1,
-            HostStack::IoUringMqDeadline => 2,
-        }];
+        let (hs, hc) = self.host_costs(stack);
         let t = now_ns.saturating_add(hs);
         let op = self.clamp(*op);
         let done = match op {
@@ -285,7 +328,7 @@ impl FlashArray {
                 lba_offset_bytes,
                 bytes,
             } => {
-                let d = self.read(t, ns, lba_offset_bytes, bytes);
+                let d = self.read(t, ns, lba_offset_bytes, bytes, None);
                 self.meters[CLASS_READ].record(t, d);
                 d
             }
@@ -328,7 +371,7 @@ impl FlashArray {
                     self.ra
                         .overwrite(ns, 0, lba_offset_bytes, end, self.unit_bytes);
                 }
-                let d = self.conv_write(t, ns, bytes, fua);
+                let d = self.conv_write(t, ns, bytes, fua, None);
                 self.meters[CLASS_WRITE].record(t, d);
                 d
             }
@@ -372,6 +415,20 @@ impl FlashArray {
                 self.ra_zone_dropped(ns, zone);
                 self.reset(t, written_bytes, finished_early)
             }
+            MediaOp::GcRelocate {
+                die,
+                read_units,
+                bytes,
+                program_units,
+                ..
+            } => {
+                // Background: no host overhead, nobody waits for it.
+                return self.gc_relocate(now_ns, die, read_units, bytes, program_units);
+            }
+            MediaOp::Erase { die, .. } => {
+                let d = (u64::from(die) % self.total_dies) as usize;
+                return self.dies[d].program(now_ns, self.profile.erase_ns, self.seg_ns);
+            }
             MediaOp::Flush { .. } => {
                 let fe = self.frontend(t) + self.profile.flush_ns;
                 if self.profile.write_buffer_power_loss_protected {
@@ -382,6 +439,68 @@ impl FlashArray {
             }
         };
         done.saturating_add(hc)
+    }
+
+    /// A host write to an FTL namespace (page-mapped, with its own
+    /// placement): timed like `MediaOp::ConvWrite` (conventional write
+    /// engine, write buffer), but the program units it completes go to the
+    /// dies the FTL's write frontier chose (`unit_dies`, in order), not to
+    /// the model's rotating pointer.
+    #[allow(clippy::too_many_arguments)]
+    pub fn submit_ftl_write(
+        &mut self,
+        now_ns: u64,
+        stack: HostStack,
+        ns: u32,
+        lba_offset_bytes: u64,
+        bytes: u64,
+        fua: bool,
+        unit_dies: &[u32],
+    ) -> u64 {
+        let now_ns = now_ns.min(MAX_SUBMIT_NS);
+        let (hs, hc) = self.host_costs(stack);
+        let t = now_ns.saturating_add(hs);
+        let bytes = bytes.min(MAX_UNITS_PER_COMMAND * self.unit_bytes);
+        if self.ra.any_live() {
+            let end = lba_offset_bytes.saturating_add(bytes);
+            self.ra
+                .overwrite(ns, 0, lba_offset_bytes, end, self.unit_bytes);
+        }
+        let d = self.conv_write(t, ns, bytes, fua, Some(unit_dies));
+        self.meters[CLASS_WRITE].record(t, d);
+        d.saturating_add(hc)
+    }
+
+    /// A host read of an FTL namespace: timed like `MediaOp::Read` of a
+    /// conventional namespace, but each piece is read from the die the page
+    /// map names (`places`; unmapped blocks have no piece and cost no die
+    /// time). Read-ahead prefetches of such a namespace still place units
+    /// by hash (the prefetcher has no page map).
+    pub fn submit_ftl_read(
+        &mut self,
+        now_ns: u64,
+        stack: HostStack,
+        ns: u32,
+        lba_offset_bytes: u64,
+        bytes: u64,
+        places: &[FtlPlace],
+    ) -> u64 {
+        let now_ns = now_ns.min(MAX_SUBMIT_NS);
+        let (hs, hc) = self.host_costs(stack);
+        let t = now_ns.saturating_add(hs);
+        let bytes = bytes.min(MAX_UNITS_PER_COMMAND * self.unit_bytes);
+        let d = self.read(t, ns, lba_offset_bytes, bytes, Some(places));
+        self.meters[CLASS_READ].record(t, d);
+        d.saturating_add(hc)
+    }
+
+    #[inline]
+    fn host_costs(&self, stack: HostStack) -> (u64, u64) {
+        self.host[match stack {
+            HostStack::Spdk => 0,
+            HostStack::IoUringNone => 1,
+            HostStack::IoUringMqDeadline => 2,
+        }]
     }
 
     // ------------------------------------------------------------ internals
@@ -408,7 +527,18 @@ impl FlashArray {
                 *capacity_bytes = (*capacity_bytes).min(1 << 50);
             }
             MediaOp::Reset { written_bytes, .. } => *written_bytes = (*written_bytes).min(1 << 50),
-            MediaOp::Open { .. }
+            MediaOp::GcRelocate {
+                read_units,
+                bytes,
+                program_units,
+                ..
+            } => {
+                *read_units = (*read_units).min(1 << 24);
+                *program_units = (*program_units).min(1 << 24);
+                *bytes = (*bytes).min(1 << 50);
+            }
+            MediaOp::Erase { .. }
+            | MediaOp::Open { .. }
             | MediaOp::Close { .. }
             | MediaOp::Flush { .. }
             | MediaOp::ZoneMgmtNoop { .. } => {}
@@ -654,7 +784,14 @@ impl FlashArray {
         self.jitter(d)
     }
 
-    fn conv_write(&mut self, t: u64, ns: u32, bytes: u64, fua: bool) -> u64 {
+    fn conv_write(
+        &mut self,
+        t: u64,
+        ns: u32,
+        bytes: u64,
+        fua: bool,
+        unit_dies: Option<&[u32]>,
+    ) -> u64 {
         if self.namespace_kind(ns) != NamespaceKind::Conventional {
             self.declare_namespace(ns, NamespaceKind::Conventional);
         }
@@ -677,7 +814,21 @@ impl FlashArray {
         let new = old.wrapping_add(bytes);
         self.conv_cursor_bytes = new;
         let mut last = adm;
-        if new >= old {
+        if let Some(dies) = unit_dies {
+            // An FTL namespace: its frontier chose the dies.
+            // Its units are transferred over the channel in arrival order
+            // (an FTL's dies can have long GC queues: a transfer reserved
+            // behind one would hold the channel for every other die).
+            for &die in dies.iter().take(MAX_UNITS_PER_COMMAND as usize) {
+                let die = (u64::from(die) % self.total_dies) as usize;
+                let tp = self.profile.program_ns;
+                let ch = (die as u64 % self.n_channels) as usize;
+                let xe = self.channels[ch].program_xfer(adm, self.unit_xfer_ns);
+                let pe = self.dies[die].program(xe, tp, self.seg_ns);
+                self.buffer.release_at(pe, unit);
+                last = last.max(pe);
+            }
+        } else if new >= old {
             for _ in (old / unit)..(new / unit).min(old / unit + MAX_UNITS_PER_COMMAND) {
                 let die = self.rotate_die();
                 last = last.max(self.program_unit(adm, die, unit));
@@ -709,7 +860,7 @@ impl FlashArray {
         self.channels[ch].read_xfer(re, self.ch_rate.ns(ce - cs))
     }
 
-    fn read(&mut self, t: u64, ns: u32, off: u64, bytes: u64) -> u64 {
+    fn read(&mut self, t: u64, ns: u32, off: u64, bytes: u64, places: Option<&[FtlPlace]>) -> u64 {
         let conv = self.namespace_kind(ns) == NamespaceKind::Conventional;
         let fe = self.frontend(t);
         let unit = self.unit_bytes;
@@ -758,6 +909,18 @@ impl FlashArray {
         let zs = self.profile.zone_size_bytes;
         let mut pos = off;
         let mut done = t0;
+        if let Some(places) = places {
+            // An FTL namespace: the page map placed every piece.
+            for p in places.iter().take(MAX_UNITS_PER_COMMAND as usize) {
+                let cs = p.unit_offset_bytes.min(unit - 1);
+                let ce = cs.saturating_add(p.bytes).min(unit);
+                if ce > cs {
+                    let die = (u64::from(p.die) % self.total_dies) as usize;
+                    done = done.max(self.flash_read(t0, die, 0, cs, ce));
+                }
+            }
+            pos = end;
+        }
         while pos < end {
             let (die, unit_start, limit) = if conv {
                 let k = pos / unit;
@@ -937,6 +1100,26 @@ impl FlashArray {
             let base = u64::from(zone).saturating_mul(self.profile.zone_size_bytes);
             self.ra.drop_zone(ns, base);
         }
+    }
+
+    /// Garbage-collection relocation on one die (see `MediaOp::GcRelocate`).
+    fn gc_relocate(
+        &mut self,
+        t: u64,
+        die: u32,
+        read_units: u64,
+        bytes: u64,
+        program_units: u64,
+    ) -> u64 {
+        let die = (u64::from(die) % self.total_dies) as usize;
+        let unit_read = self.unit_read_ns();
+        let dur = read_units
+            .saturating_mul(unit_read)
+            .saturating_add(program_units.saturating_mul(self.profile.program_ns));
+        let ch = (die as u64 % self.n_channels) as usize;
+        let xe = self.channels[ch].program_xfer(t, self.ch_rate.ns(bytes.saturating_mul(2)));
+        let e = self.dies[die].program(t, dur, self.seg_ns);
+        e.max(xe)
     }
 
     fn finish(&mut self, t: u64, zone: u32, written: u64, capacity: u64) -> u64 {

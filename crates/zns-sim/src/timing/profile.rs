@@ -153,6 +153,11 @@ pub struct TimingProfile {
     pub program_ns: u64,
     /// Channel transfer rate.
     pub channel_mibps: u64,
+    /// Block erase time (tBERS) on one die. Only device-side garbage
+    /// collection erases blocks (an FTL namespace, `zns-device`'s `ftl`);
+    /// zone resets do not touch the dies (measured on the ZN540). Default 0.
+    #[serde(default)]
+    pub erase_ns: u64,
     /// A read (or host program) that arrives while a die executes a
     /// lower-priority program waits for the end of the current segment of
     /// this length (program suspend granularity), then pushes that program back.
@@ -460,7 +465,7 @@ impl TimingProfile {
         Ok(())
     }
 
-    fn time_fields(&self) -> [(&'static str, u64); 37] {
+    fn time_fields(&self) -> [(&'static str, u64); 38] {
         [
             ("host_spdk_submit_ns", self.host_spdk_submit_ns),
             ("host_spdk_complete_ns", self.host_spdk_complete_ns),
@@ -513,6 +518,7 @@ impl TimingProfile {
             ("read_complete_ns", self.read_complete_ns),
             ("flush_ns", self.flush_ns),
             ("program_ns", self.program_ns),
+            ("erase_ns", self.erase_ns),
             (
                 "program_suspend_granularity_ns",
                 self.program_suspend_granularity_ns,

@@ -1,0 +1,61 @@
+//! Host cost of one simulated hour of ZNCache's 64-worker 64 KiB workload
+//! on the emulated ZN540 (issue 4 target: < 60 host seconds).
+//!
+//! `cargo bench -p zns-cache --bench cache_hour` runs the hour for the
+//! heaviest shape (YCSB Zipf 1:2: ~93% hits, the most device commands per
+//! virtual second) and the lightest (uniform 1:10), 40 zones of 1077 MiB as
+//! in the paper's 64 KiB runs, remote latency 40.6 ms, ZPLRU, watermarks 1/2.
+//! Pass a different virtual duration in seconds as the first argument
+//! (`-- 600` for ten minutes).
+
+use std::time::Instant;
+
+use zns_cache::{
+    run_cache, CacheConfig, DeviceSpec, Distribution, Policy, RemoteLatency, RunSpec, WorkloadSpec,
+};
+use zns_device::Profile;
+
+fn main() {
+    let secs: u64 = std::env::args()
+        .skip(1)
+        .find_map(|a| a.parse().ok())
+        .unwrap_or(3600);
+    for (dist, ratio) in [(Distribution::Zipfian, 2.0), (Distribution::Uniform, 10.0)] {
+        let cache = CacheConfig {
+            policy: Policy::Zplru,
+            chunk_bytes: 64 << 10,
+            zones: Some(40),
+            zone_high: 1,
+            zone_low: 2,
+            ..CacheConfig::default()
+        };
+        let mut spec = RunSpec::new(
+            DeviceSpec::new(Profile::builtin("zn540").expect("zn540 profile")),
+            cache,
+            WorkloadSpec::Generated {
+                distribution: dist,
+                ratio,
+                requests: 19_660_800,
+                seed: 1,
+            },
+        );
+        spec.workers = 64;
+        spec.remote = RemoteLatency::Measured;
+        spec.duration_ns = Some(secs * 1_000_000_000);
+        spec.iterations = 100;
+        spec.interval_ns = 60_000_000_000;
+        let t = Instant::now();
+        let r = run_cache(&spec, &mut |_| {}).expect("run");
+        let host_s = t.elapsed().as_secs_f64();
+        println!(
+            "{:>7} 1:{:<2} {secs} virtual s: {:.2} host s ({:.0} gets, {:.0} gets/host-s), hit ratio {:.4}, {:.4} GiB/s get",
+            dist.name(),
+            ratio,
+            host_s,
+            r.counters.gets as f64,
+            r.counters.gets as f64 / host_s,
+            r.hit_ratio,
+            r.get_gib_s
+        );
+    }
+}

@@ -1,0 +1,1657 @@
+//! The cache core: the cache map (key → chunk slot, with in-flight fetch
+//! dedup), the zone state manager (free → active → full, one writer per
+//! zone), the eviction policies (ZPLRU, CLRU), host GC, and the eviction
+//! task. Everything runs as tasks on the simulation runtime; state lives in
+//! one `RefCell` that is never borrowed across an `.await`.
+//!
+//! # Layout
+//! The cache uses `zones` zones (or block regions) of `chunks_per_zone`
+//! slots; slot `s` of zone `z` is global slot `z·chunks_per_zone + s` at LBA
+//! `z·stride + s·chunk_lbas`. A chunk larger than one command is moved in
+//! pieces of `io_lbas`, `io_depth` pieces in flight.
+//!
+//! # Space modes
+//! - **Log** (ZNS, and block with ZPLRU): zones fill sequentially. A writer
+//!   takes an idle active zone, or opens a free one (while fewer than
+//!   `max_active` are active and more than `zone_low` zones are free, or
+//!   when none is active and more than `reserve` are free); it
+//!   holds the zone only while it writes one chunk (the remote fetch happens
+//!   before, unlike ZNCache, which held the zone across the fetch). A zone
+//!   whose last slot is written becomes full (finished first if its capacity
+//!   has a tail that holds no chunk).
+//! - **Slots** (block with CLRU): every chunk slot is independent; freed
+//!   slots are reused in place (FIFO); the device's FTL does the GC.
+//!
+//! # Policies
+//! - **ZPLRU**: an LRU of full zones; a hit promotes its zone. Eviction pops
+//!   the LRU zone, drops its keys, waits for its readers, resets it.
+//! - **CLRU**: an LRU of chunks; a hit or insert makes the chunk MRU.
+//!   Eviction invalidates LRU chunks when free chunk slots (unwritten +
+//!   invalid) fall to `chunk_high`, until `chunk_low`. In log mode host GC
+//!   then reclaims zones while free zones ≤ `zone_high` (until `zone_low`):
+//!   the full zone with the fewest valid chunks is the victim, its valid
+//!   chunks are copied to a dedicated GC zone (keeping their LRU position),
+//!   the map is switched to the copies, and the victim is reset once no
+//!   reader is inside. One zone is kept free for GC (inserts may not take
+//!   it), so GC always has room: a victim holds fewer valid chunks than a
+//!   zone. The bugs listed for ZNCache's CLRU (a GC zone never returned,
+//!   relocated keys dropped from the map, stale LRU nodes, GC zones never
+//!   tracked) are what `audit` checks for.
+//!
+//! # Eviction task
+//! Wakes every `eviction_interval_ns`, or at once when a writer sees a
+//! watermark crossed; one eviction round runs at a time. A writer that finds
+//! no space and no round running evicts in the foreground.
+
+use std::cell::{Cell, RefCell};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::future::{poll_fn, Future};
+use std::hash::{BuildHasherDefault, Hasher};
+use std::pin::pin;
+use std::rc::Rc;
+use std::task::Poll;
+
+use serde::Serialize;
+use zns_core::{CmdFuture, NvmeError};
+use zns_sim::sync::Notify;
+use zns_sim::Handle;
+
+use crate::backend::{BackendKind, ChunkDevice, ZoneLayout};
+use crate::error::CacheError;
+use crate::lru::Lru;
+use crate::metrics::{Counters, Histogram};
+
+/// Eviction policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Policy {
+    /// Zone-granular promotional LRU (no host GC).
+    Zplru,
+    /// Chunk-granular LRU (host GC on ZNS; slot reuse on block).
+    Clru,
+}
+
+impl Policy {
+    pub fn parse(s: &str) -> Result<Policy, CacheError> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "zplru" | "zone" | "promote-zone" => Ok(Policy::Zplru),
+            "clru" | "chunk" => Ok(Policy::Clru),
+            other => Err(CacheError::Param(format!(
+                "policy `{other}`: expected zplru or clru"
+            ))),
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::Zplru => "zplru",
+            Policy::Clru => "clru",
+        }
+    }
+}
+
+/// Cache parameters (device-independent).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CacheConfig {
+    pub policy: Policy,
+    pub chunk_bytes: u64,
+    /// Zones (regions) the cache uses, from the first; `None` = all.
+    pub zones: Option<u32>,
+    /// Free-zone watermarks: evict / collect when free zones ≤ `zone_high`,
+    /// until `zone_low` are free (ZNCache's EVICT_HIGH/LOW_THRESH_ZONES).
+    pub zone_high: u32,
+    pub zone_low: u32,
+    /// CLRU free-chunk watermarks (trigger, target); `None` = derived:
+    /// high = (zone_low + 1) zones of chunks, low = high + half a zone.
+    pub chunk_high: Option<u64>,
+    pub chunk_low: Option<u64>,
+    /// Zones written at once by inserts (`None` = the device's active-zone
+    /// limit, or 14 on a device without one, as ZNCache).
+    pub max_active_zones: Option<u32>,
+    /// Background eviction poll interval (ZNCache: 100 ms).
+    pub eviction_interval_ns: u64,
+    /// Bytes per device command (`None` = the device's MDTS).
+    pub io_bytes: Option<u64>,
+    /// Commands of one chunk in flight.
+    pub io_depth: u32,
+    /// Fill chunks with key-derived bytes and check every read.
+    pub verify: bool,
+}
+
+impl Default for CacheConfig {
+    fn default() -> Self {
+        CacheConfig {
+            policy: Policy::Zplru,
+            chunk_bytes: 64 << 10,
+            zones: None,
+            zone_high: 2,
+            zone_low: 4,
+            chunk_high: None,
+            chunk_low: None,
+            max_active_zones: None,
+            eviction_interval_ns: 100_000_000,
+            io_bytes: None,
+            io_depth: 8,
+            verify: false,
+        }
+    }
+}
+
+/// How space is managed (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SpaceMode {
+    Log,
+    Slots,
+}
+
+/// The layout the cache derived from its config and the device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Geometry {
+    pub backend: BackendKind,
+    pub mode: SpaceMode,
+    pub zones: u32,
+    pub chunks_per_zone: u32,
+    pub total_chunks: u64,
+    pub chunk_bytes: u64,
+    pub lba_bytes: u32,
+    pub chunk_lbas: u64,
+    pub zone_stride_lbas: u64,
+    pub zone_capacity_lbas: u64,
+    pub io_lbas: u64,
+    pub io_depth: u32,
+    pub max_active: u32,
+    pub reserve_zones: u32,
+    pub chunk_high: u64,
+    pub chunk_low: u64,
+    /// Zones whose capacity is not a whole number of chunks are finished.
+    pub finish_full_zones: bool,
+}
+
+impl Geometry {
+    /// Checks `cfg` against the device layout.
+    pub fn derive(
+        cfg: &CacheConfig,
+        layout: &ZoneLayout,
+        backend: BackendKind,
+    ) -> Result<Geometry, CacheError> {
+        let p = |m: String| Err(CacheError::Param(m));
+        let lba = u64::from(layout.lba_bytes);
+        if cfg.chunk_bytes == 0 || cfg.chunk_bytes % lba != 0 {
+            return p(format!(
+                "chunk size {} B is not a positive multiple of the device's {lba} B block",
+                cfg.chunk_bytes
+            ));
+        }
+        let zone_cap_bytes = layout.zone_capacity_lbas * lba;
+        if cfg.chunk_bytes > zone_cap_bytes {
+            return p(format!(
+                "chunk size {} is larger than a zone's capacity ({}): a chunk must fit in one zone",
+                crate::units::fmt_bytes(cfg.chunk_bytes),
+                crate::units::fmt_bytes(zone_cap_bytes)
+            ));
+        }
+        let zones = match cfg.zones {
+            Some(0) => return p("--zones 0: the cache needs zones".into()),
+            Some(z) if z > layout.zone_count => {
+                return p(format!(
+                    "--zones {z}: the device has {} zones (regions) of {}",
+                    layout.zone_count,
+                    crate::units::fmt_bytes(zone_cap_bytes)
+                ))
+            }
+            Some(z) => z,
+            None => layout.zone_count,
+        };
+        if zones == 0 {
+            return p("the device holds no whole zone (region)".into());
+        }
+        if cfg.zone_low <= cfg.zone_high {
+            return p(format!(
+                "zone watermarks: low (target, {}) must be above high (trigger, {})",
+                cfg.zone_low, cfg.zone_high
+            ));
+        }
+        let mode = match (backend, cfg.policy) {
+            (BackendKind::Block, Policy::Clru) => SpaceMode::Slots,
+            _ => SpaceMode::Log,
+        };
+        let reserve_zones = u32::from(mode == SpaceMode::Log && cfg.policy == Policy::Clru);
+        if mode == SpaceMode::Log && cfg.zone_high < reserve_zones {
+            return p("CLRU with host GC needs zone_high ≥ 1 (one zone stays free for GC)".into());
+        }
+        if mode == SpaceMode::Log && zones < cfg.zone_low + reserve_zones + 1 {
+            return p(format!(
+                "{zones} zones are too few for the watermarks: need more than low ({}){} to hold data",
+                cfg.zone_low,
+                if reserve_zones > 0 { " + 1 GC zone" } else { "" }
+            ));
+        }
+        let chunk_lbas = cfg.chunk_bytes / lba;
+        let chunks_per_zone = layout.zone_capacity_lbas / chunk_lbas;
+        if chunks_per_zone > u64::from(u32::MAX) {
+            return p("too many chunks per zone".into());
+        }
+        let total_chunks = chunks_per_zone * u64::from(zones);
+        if total_chunks >= u64::from(u32::MAX) {
+            return p(format!(
+                "{total_chunks} chunk slots: more than the cache indexes (2^32 − 1)"
+            ));
+        }
+        let mtl = u64::from(layout.max_transfer_lbas.max(1));
+        let io_lbas = match cfg.io_bytes {
+            None => mtl,
+            Some(b) if b == 0 || b % lba != 0 => {
+                return p(format!(
+                    "io size {b} B is not a positive multiple of the {lba} B block"
+                ))
+            }
+            Some(b) if b / lba > mtl => {
+                return p(format!(
+                    "io size {} is above the device's largest transfer ({})",
+                    crate::units::fmt_bytes(b),
+                    crate::units::fmt_bytes(mtl * lba)
+                ))
+            }
+            Some(b) => b / lba,
+        }
+        .min(chunk_lbas);
+        if cfg.io_depth == 0 {
+            return p("io depth 0: at least one command per chunk must be in flight".into());
+        }
+        let device_active = if layout.max_active_zones == 0 {
+            14
+        } else {
+            layout.max_active_zones
+        };
+        let limit = if backend == BackendKind::Zns {
+            device_active.saturating_sub(reserve_zones)
+        } else {
+            u32::MAX
+        };
+        let wanted = cfg.max_active_zones.unwrap_or(device_active.min(limit));
+        if wanted == 0 {
+            return p("max active zones 0: inserts need a zone".into());
+        }
+        if limit == 0 {
+            return p(
+                "the device allows too few active zones for CLRU's GC zone plus an insert zone"
+                    .into(),
+            );
+        }
+        if backend == BackendKind::Zns && wanted > limit {
+            return p(format!(
+                "max active zones {wanted}: the device allows {device_active}{}",
+                if reserve_zones > 0 {
+                    " (one is CLRU's GC zone)"
+                } else {
+                    ""
+                }
+            ));
+        }
+        let cpz = chunks_per_zone;
+        let default_high = (u64::from(cfg.zone_low) + 1) * cpz;
+        let chunk_high = cfg.chunk_high.unwrap_or(default_high);
+        let chunk_low = cfg.chunk_low.unwrap_or(chunk_high + (cpz / 2).max(1));
+        if cfg.policy == Policy::Clru {
+            if chunk_low <= chunk_high {
+                return p(format!(
+                    "chunk watermarks: low (target, {chunk_low}) must be above high (trigger, {chunk_high})"
+                ));
+            }
+            if chunk_low >= total_chunks {
+                return p(format!(
+                    "chunk watermarks: keeping {chunk_low} of {total_chunks} chunk slots free leaves no room for data (use more zones or lower --chunk-low)"
+                ));
+            }
+        }
+        Ok(Geometry {
+            backend,
+            mode,
+            zones,
+            chunks_per_zone: cpz as u32,
+            total_chunks,
+            chunk_bytes: cfg.chunk_bytes,
+            lba_bytes: layout.lba_bytes,
+            chunk_lbas,
+            zone_stride_lbas: layout.zone_stride_lbas,
+            zone_capacity_lbas: layout.zone_capacity_lbas,
+            io_lbas,
+            io_depth: cfg.io_depth,
+            max_active: wanted.min(limit),
+            reserve_zones,
+            chunk_high,
+            chunk_low,
+            finish_full_zones: backend == BackendKind::Zns
+                && cpz * chunk_lbas < layout.zone_capacity_lbas,
+        })
+    }
+
+    pub fn cache_bytes(&self) -> u64 {
+        self.total_chunks * self.chunk_bytes
+    }
+    fn zone_slba(&self, z: u32) -> u64 {
+        u64::from(z) * self.zone_stride_lbas
+    }
+    fn slot_slba(&self, g: u32) -> u64 {
+        let cpz = self.chunks_per_zone;
+        self.zone_slba(g / cpz) + u64::from(g % cpz) * self.chunk_lbas
+    }
+}
+
+/// A fast hasher for u32 keys (a multiply; keys are ids, not attacker input).
+#[derive(Default)]
+pub(crate) struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+    fn write_u32(&mut self, i: u32) {
+        self.0 = (u64::from(i) ^ 0x9e37_79b9).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+type IdMap<V> = HashMap<u32, V, BuildHasherDefault<IdHasher>>;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ZoneState {
+    Free,
+    /// Partly written, no writer inside.
+    Active,
+    /// A writer (insert or GC) is inside.
+    Writing,
+    Full,
+    /// Being evicted or collected.
+    Reclaiming,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Zone {
+    state: ZoneState,
+    /// Next slot to write (log mode).
+    next_slot: u32,
+    valid: u32,
+    /// Slot-mode chunks being written into this region.
+    writing: u32,
+    readers: u32,
+}
+
+/// The five latencies a run records.
+#[derive(Debug, Clone, Default)]
+pub struct Latencies {
+    pub get: Histogram,
+    pub hit: Histogram,
+    pub miss: Histogram,
+    pub disk_read: Histogram,
+    pub disk_write: Histogram,
+}
+
+struct State {
+    map: IdMap<u32>,
+    pending: IdMap<Rc<Notify>>,
+    slot_key: Vec<Option<u32>>,
+    zones: Vec<Zone>,
+    free: VecDeque<u32>,
+    idle_active: VecDeque<u32>,
+    insert_active: u32,
+    gc_zone: Option<u32>,
+    zone_lru: Lru,
+    chunk_lru: Lru,
+    free_slots: VecDeque<u32>,
+    slot_readers: IdMap<u32>,
+    deferred_free: HashSet<u32, BuildHasherDefault<IdHasher>>,
+    valid: u64,
+    evicting: bool,
+    counters: Counters,
+    lat: Latencies,
+    /// Gets and hits after the first eviction (steady state, as OxCache measures).
+    first_eviction_ns: Option<u64>,
+    steady_gets: u64,
+    steady_hits: u64,
+    /// Interval accumulators for the time series.
+    window_get_ns: u128,
+    window_gets: u64,
+    window_hits: u64,
+    failure: Option<String>,
+}
+
+/// What a get found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GetKind {
+    Hit,
+    Miss,
+}
+
+/// The cache. Shared by its worker tasks and the eviction task as `Rc<Cache>`.
+pub struct Cache {
+    dev: Rc<dyn ChunkDevice>,
+    handle: Handle,
+    geo: Geometry,
+    cfg: CacheConfig,
+    remote_ns: u64,
+    st: RefCell<State>,
+    /// Space changed: a zone returned or freed, a slot freed, a round ended.
+    space: Notify,
+    /// Wakes the eviction task.
+    evict_wake: Notify,
+    /// A reader left a zone or slot that is being reclaimed.
+    drained: Notify,
+    buffers: RefCell<Vec<Vec<u8>>>,
+    zeros: Vec<u8>,
+    stopped: Cell<bool>,
+}
+
+const IO_WRITE: &str = "chunk write";
+const IO_READ: &str = "chunk read";
+
+/// Byte `i` of the chunk stored for `key`: a 64-bit mix of (key, word index);
+/// the first four bytes are the key (as ZNCache stamps the id in front).
+pub fn fill_chunk_bytes(key: u32, chunk_offset: u64, buf: &mut [u8]) {
+    for (i, b) in buf.iter_mut().enumerate() {
+        *b = expected_byte(key, chunk_offset + i as u64);
+    }
+}
+
+#[inline]
+fn expected_byte(key: u32, off: u64) -> u8 {
+    if off < 4 {
+        return key.to_le_bytes()[off as usize];
+    }
+    let mut x = (u64::from(key) << 32) ^ (off / 8).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    x ^= x >> 30;
+    x = x.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x ^= x >> 27;
+    x = x.wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^= x >> 31;
+    x.to_le_bytes()[(off % 8) as usize]
+}
+
+/// Polls every future in order (so submissions keep their order) until all
+/// complete; the first error wins.
+async fn join_all<T>(futs: &mut [Option<CmdFuture<'_, T>>]) -> Result<Vec<T>, NvmeError> {
+    let mut out: Vec<Option<T>> = (0..futs.len()).map(|_| None).collect();
+    poll_fn(|cx| {
+        let mut pending = false;
+        for (i, slot) in futs.iter_mut().enumerate() {
+            if let Some(f) = slot {
+                match f.as_mut().poll(cx) {
+                    Poll::Ready(Ok(v)) => {
+                        out[i] = Some(v);
+                        *slot = None;
+                    }
+                    Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                    Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            Poll::Pending
+        } else {
+            Poll::Ready(Ok(()))
+        }
+    })
+    .await?;
+    Ok(out.into_iter().flatten().collect())
+}
+
+impl Cache {
+    /// A cache on `dev` (fresh: every zone free). Call [`Cache::prepare`]
+    /// before the first get.
+    pub fn new(
+        handle: &Handle,
+        dev: Rc<dyn ChunkDevice>,
+        cfg: CacheConfig,
+        remote_ns: u64,
+    ) -> Result<Rc<Cache>, CacheError> {
+        let geo = Geometry::derive(&cfg, &dev.layout(), dev.kind())?;
+        let zones = geo.zones as usize;
+        let total = geo.total_chunks as usize;
+        let window_bytes =
+            (geo.io_lbas * u64::from(geo.io_depth)).min(geo.chunk_lbas) * u64::from(geo.lba_bytes);
+        let clru = cfg.policy == Policy::Clru;
+        let st = State {
+            map: IdMap::default(),
+            pending: IdMap::default(),
+            slot_key: vec![None; total],
+            zones: vec![
+                Zone {
+                    state: ZoneState::Free,
+                    next_slot: 0,
+                    valid: 0,
+                    writing: 0,
+                    readers: 0,
+                };
+                zones
+            ],
+            free: (0..geo.zones).collect(),
+            idle_active: VecDeque::new(),
+            insert_active: 0,
+            gc_zone: None,
+            zone_lru: Lru::new(if clru { 0 } else { zones }),
+            chunk_lru: Lru::new(if clru { total } else { 0 }),
+            free_slots: if geo.mode == SpaceMode::Slots {
+                (0..total as u32).collect()
+            } else {
+                VecDeque::new()
+            },
+            slot_readers: IdMap::default(),
+            deferred_free: HashSet::default(),
+            valid: 0,
+            evicting: false,
+            counters: Counters::default(),
+            lat: Latencies::default(),
+            first_eviction_ns: None,
+            steady_gets: 0,
+            steady_hits: 0,
+            window_get_ns: 0,
+            window_gets: 0,
+            window_hits: 0,
+            failure: None,
+        };
+        Ok(Rc::new(Cache {
+            dev,
+            handle: handle.clone(),
+            geo,
+            cfg,
+            remote_ns,
+            st: RefCell::new(st),
+            space: Notify::new(),
+            evict_wake: Notify::new(),
+            drained: Notify::new(),
+            buffers: RefCell::new(Vec::new()),
+            zeros: vec![0u8; window_bytes as usize],
+            stopped: Cell::new(false),
+        }))
+    }
+
+    pub fn geometry(&self) -> &Geometry {
+        &self.geo
+    }
+    pub fn config(&self) -> &CacheConfig {
+        &self.cfg
+    }
+    pub fn device(&self) -> &Rc<dyn ChunkDevice> {
+        &self.dev
+    }
+
+    /// Resets the cache's zones that hold data (ZNS).
+    pub async fn prepare(&self) -> Result<(), CacheError> {
+        self.dev
+            .prepare(self.geo.zones)
+            .await
+            .map_err(CacheError::io("zone reset before the run"))
+    }
+
+    /// Starts the background eviction task (it ends after [`Cache::stop`]).
+    pub fn start_evictor(self: &Rc<Self>) {
+        let me = self.clone();
+        self.handle.spawn(async move { me.eviction_task().await });
+    }
+
+    /// Stops the eviction task at its next wake-up.
+    pub fn stop(&self) {
+        self.stopped.set(true);
+        self.evict_wake.notify_one();
+    }
+
+    /// The error that stopped the cache, if any (eviction task failures).
+    pub fn failure(&self) -> Option<String> {
+        self.st.borrow().failure.clone()
+    }
+
+    pub fn counters(&self) -> Counters {
+        self.st.borrow().counters
+    }
+
+    pub fn latencies(&self) -> Latencies {
+        self.st.borrow().lat.clone()
+    }
+
+    /// Hit ratio of the gets completed after the first eviction (None before).
+    pub fn steady_hit_ratio(&self) -> Option<f64> {
+        let st = self.st.borrow();
+        (st.first_eviction_ns.is_some() && st.steady_gets > 0)
+            .then(|| st.steady_hits as f64 / st.steady_gets as f64)
+    }
+
+    pub fn first_eviction_ns(&self) -> Option<u64> {
+        self.st.borrow().first_eviction_ns
+    }
+
+    /// Takes (and resets) the interval accumulators: (gets, hits, summed get ns).
+    pub(crate) fn take_window(&self) -> (u64, u64, u128) {
+        let mut st = self.st.borrow_mut();
+        let w = (st.window_gets, st.window_hits, st.window_get_ns);
+        st.window_gets = 0;
+        st.window_hits = 0;
+        st.window_get_ns = 0;
+        w
+    }
+
+    /// Free zones now (log mode: zones in the free list; slot mode: regions
+    /// holding no chunk).
+    pub fn free_zones(&self) -> u32 {
+        let st = self.st.borrow();
+        match self.geo.mode {
+            SpaceMode::Log => st.free.len() as u32,
+            SpaceMode::Slots => st
+                .zones
+                .iter()
+                .filter(|z| z.valid == 0 && z.writing == 0)
+                .count() as u32,
+        }
+    }
+
+    /// Valid chunks (mapped keys).
+    pub fn valid_chunks(&self) -> u64 {
+        self.st.borrow().valid
+    }
+
+    // ---------------------------------------------------------------- get
+
+    /// Serves one request: a hit reads the chunk; a miss fetches it from the
+    /// remote store (once per key: concurrent requests for it wait) and
+    /// writes it into the cache.
+    pub async fn get(self: &Rc<Self>, key: u32) -> Result<GetKind, CacheError> {
+        let t0 = self.handle.now_ns();
+        enum Look {
+            Hit(u32),
+            Wait(Rc<Notify>),
+            Fetch,
+        }
+        let mut waited = false;
+        loop {
+            let look = {
+                let mut st = self.st.borrow_mut();
+                if let Some(&g) = st.map.get(&key) {
+                    self.pin_reader(&mut st, g);
+                    Look::Hit(g)
+                } else if let Some(n) = st.pending.get(&key) {
+                    Look::Wait(n.clone())
+                } else {
+                    st.pending.insert(key, Rc::new(Notify::new()));
+                    Look::Fetch
+                }
+            };
+            match look {
+                Look::Hit(g) => {
+                    let r = self.read_chunk(g, key).await;
+                    let mut st = self.st.borrow_mut();
+                    self.unpin_reader(&mut st, g);
+                    r?;
+                    if st.map.get(&key) == Some(&g) {
+                        match self.cfg.policy {
+                            Policy::Zplru => st.zone_lru.touch(g / self.geo.chunks_per_zone),
+                            Policy::Clru => st.chunk_lru.touch(g),
+                        }
+                    }
+                    let now = self.handle.now_ns();
+                    self.record_get(&mut st, GetKind::Hit, now - t0, waited);
+                    return Ok(GetKind::Hit);
+                }
+                Look::Wait(n) => {
+                    waited = true;
+                    n.notified().await;
+                }
+                Look::Fetch => break,
+            }
+        }
+        // Miss: fetch from the remote store, then write the chunk.
+        if self.remote_ns > 0 {
+            self.handle.sleep(self.remote_ns).await;
+        }
+        let r = self.insert(key).await;
+        let waiters = {
+            let mut st = self.st.borrow_mut();
+            let w = st.pending.remove(&key);
+            if r.is_ok() {
+                let now = self.handle.now_ns();
+                self.record_get(&mut st, GetKind::Miss, now - t0, waited);
+            }
+            w
+        };
+        if let Some(n) = waiters {
+            n.notify_waiters();
+        }
+        r.map(|()| GetKind::Miss)
+    }
+
+    fn record_get(&self, st: &mut State, kind: GetKind, ns: u64, waited: bool) {
+        let c = &mut st.counters;
+        c.gets += 1;
+        c.get_bytes += self.geo.chunk_bytes;
+        if waited {
+            c.coalesced += 1;
+        }
+        st.lat.get.record(ns);
+        st.window_gets += 1;
+        st.window_get_ns += u128::from(ns);
+        let steady = st.first_eviction_ns.is_some();
+        if steady {
+            st.steady_gets += 1;
+        }
+        match kind {
+            GetKind::Hit => {
+                st.counters.hits += 1;
+                st.window_hits += 1;
+                if steady {
+                    st.steady_hits += 1;
+                }
+                st.lat.hit.record(ns);
+            }
+            GetKind::Miss => {
+                st.counters.misses += 1;
+                st.lat.miss.record(ns);
+            }
+        }
+    }
+
+    fn pin_reader(&self, st: &mut State, g: u32) {
+        st.zones[(g / self.geo.chunks_per_zone) as usize].readers += 1;
+        if self.geo.mode == SpaceMode::Slots {
+            *st.slot_readers.entry(g).or_insert(0) += 1;
+        }
+    }
+
+    fn unpin_reader(&self, st: &mut State, g: u32) {
+        let z = (g / self.geo.chunks_per_zone) as usize;
+        st.zones[z].readers = st.zones[z].readers.saturating_sub(1);
+        if st.zones[z].readers == 0 && st.zones[z].state == ZoneState::Reclaiming {
+            self.drained.notify_waiters();
+        }
+        if self.geo.mode == SpaceMode::Slots {
+            let left = match st.slot_readers.get_mut(&g) {
+                Some(n) => {
+                    *n -= 1;
+                    *n
+                }
+                None => 0,
+            };
+            if left == 0 {
+                st.slot_readers.remove(&g);
+                if st.deferred_free.remove(&g) {
+                    st.free_slots.push_back(g);
+                    self.space.notify_waiters();
+                }
+            }
+        }
+    }
+
+    // ------------------------------------------------------------ chunk I/O
+
+    fn take_buffer(&self) -> Vec<u8> {
+        self.buffers
+            .borrow_mut()
+            .pop()
+            .unwrap_or_else(|| vec![0u8; self.zeros.len()])
+    }
+
+    fn put_buffer(&self, b: Vec<u8>) {
+        self.buffers.borrow_mut().push(b);
+    }
+
+    fn window_lbas(&self) -> u64 {
+        self.zeros.len() as u64 / u64::from(self.geo.lba_bytes)
+    }
+
+    /// Reads `nlb` blocks at `slba` into `buf` in io-size pieces, all in flight.
+    async fn read_range(&self, slba: u64, buf: &mut [u8]) -> Result<(), NvmeError> {
+        let piece = (self.geo.io_lbas * u64::from(self.geo.lba_bytes)) as usize;
+        if buf.len() <= piece {
+            return self.dev.read(slba, buf).await;
+        }
+        let lba = u64::from(self.geo.lba_bytes);
+        let mut futs: Vec<Option<CmdFuture<'_, ()>>> = buf
+            .chunks_mut(piece)
+            .enumerate()
+            .map(|(i, b)| Some(self.dev.read(slba + (i * piece) as u64 / lba, b)))
+            .collect();
+        join_all(&mut futs).await.map(|_| ())
+    }
+
+    /// Writes `data` at `slba` (zone `zslba`) in pieces, all in flight, in
+    /// order; checks that each piece landed where expected.
+    async fn write_range(&self, zslba: u64, slba: u64, data: &[u8]) -> Result<(), CacheError> {
+        let piece = (self.geo.io_lbas * u64::from(self.geo.lba_bytes)) as usize;
+        let lba = u64::from(self.geo.lba_bytes);
+        let landed = if data.len() <= piece {
+            vec![self
+                .dev
+                .write_at(zslba, slba, data)
+                .await
+                .map_err(CacheError::io(IO_WRITE))?]
+        } else {
+            let mut futs: Vec<Option<CmdFuture<'_, u64>>> = data
+                .chunks(piece)
+                .enumerate()
+                .map(|(i, d)| Some(self.dev.write_at(zslba, slba + (i * piece) as u64 / lba, d)))
+                .collect();
+            join_all(&mut futs)
+                .await
+                .map_err(CacheError::io(IO_WRITE))?
+        };
+        for (i, at) in landed.iter().enumerate() {
+            let want = slba + (i * piece) as u64 / lba;
+            if *at != want {
+                return Err(CacheError::Internal(format!(
+                    "a chunk piece landed at LBA {at}, expected {want} (another writer in the zone?)"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    async fn read_chunk(&self, g: u32, key: u32) -> Result<(), CacheError> {
+        let t0 = self.handle.now_ns();
+        let base = self.geo.slot_slba(g);
+        let lba = u64::from(self.geo.lba_bytes);
+        let win = self.window_lbas();
+        let mut buf = self.take_buffer();
+        let mut off = 0u64;
+        let mut result = Ok(());
+        while off < self.geo.chunk_lbas {
+            let n = win.min(self.geo.chunk_lbas - off);
+            let b = &mut buf[..(n * lba) as usize];
+            if let Err(e) = self.read_range(base + off, b).await {
+                result = Err(CacheError::Io {
+                    op: IO_READ,
+                    err: e,
+                });
+                break;
+            }
+            if self.cfg.verify {
+                let start = off * lba;
+                if let Some(i) = b
+                    .iter()
+                    .enumerate()
+                    .position(|(i, &v)| v != expected_byte(key, start + i as u64))
+                {
+                    result = Err(CacheError::Corrupt {
+                        key,
+                        zone: g / self.geo.chunks_per_zone,
+                        slot: g % self.geo.chunks_per_zone,
+                        offset: start + i as u64,
+                    });
+                    break;
+                }
+            }
+            off += n;
+        }
+        self.put_buffer(buf);
+        let dt = self.handle.now_ns() - t0;
+        let mut st = self.st.borrow_mut();
+        st.lat.disk_read.record(dt);
+        st.counters.disk_read_bytes += self.geo.chunk_bytes;
+        result
+    }
+
+    async fn write_chunk(&self, g: u32, key: u32) -> Result<(), CacheError> {
+        let t0 = self.handle.now_ns();
+        let z = g / self.geo.chunks_per_zone;
+        let zslba = self.geo.zone_slba(z);
+        let base = self.geo.slot_slba(g);
+        let lba = u64::from(self.geo.lba_bytes);
+        let win = self.window_lbas();
+        let mut off = 0u64;
+        let mut buf = if self.cfg.verify {
+            Some(self.take_buffer())
+        } else {
+            None
+        };
+        let mut result = Ok(());
+        while off < self.geo.chunk_lbas {
+            let n = win.min(self.geo.chunk_lbas - off);
+            let bytes = (n * lba) as usize;
+            let data: &[u8] = match buf.as_mut() {
+                Some(b) => {
+                    fill_chunk_bytes(key, off * lba, &mut b[..bytes]);
+                    &b[..bytes]
+                }
+                None => &self.zeros[..bytes],
+            };
+            if let Err(e) = self.write_range(zslba, base + off, data).await {
+                result = Err(e);
+                break;
+            }
+            off += n;
+        }
+        if let Some(b) = buf {
+            self.put_buffer(b);
+        }
+        let dt = self.handle.now_ns() - t0;
+        let mut st = self.st.borrow_mut();
+        st.lat.disk_write.record(dt);
+        st.counters.disk_write_bytes += self.geo.chunk_bytes;
+        result
+    }
+
+    /// Copies chunk slot `from` to slot `to` (host GC), window by window.
+    async fn copy_chunk(&self, from: u32, to: u32) -> Result<(), CacheError> {
+        let lba = u64::from(self.geo.lba_bytes);
+        let (src, dst) = (self.geo.slot_slba(from), self.geo.slot_slba(to));
+        let zslba = self.geo.zone_slba(to / self.geo.chunks_per_zone);
+        let win = self.window_lbas();
+        let mut buf = self.take_buffer();
+        let mut off = 0;
+        let mut result = Ok(());
+        while off < self.geo.chunk_lbas {
+            let n = win.min(self.geo.chunk_lbas - off);
+            let b = &mut buf[..(n * lba) as usize];
+            if let Err(e) = self.read_range(src + off, b).await {
+                result = Err(CacheError::Io {
+                    op: "GC read",
+                    err: e,
+                });
+                break;
+            }
+            if let Err(e) = self.write_range(zslba, dst + off, b).await {
+                result = Err(e);
+                break;
+            }
+            off += n;
+        }
+        self.put_buffer(buf);
+        let mut st = self.st.borrow_mut();
+        st.counters.disk_read_bytes += self.geo.chunk_bytes;
+        st.counters.disk_write_bytes += self.geo.chunk_bytes;
+        result
+    }
+
+    // -------------------------------------------------------------- inserts
+
+    async fn insert(self: &Rc<Self>, key: u32) -> Result<(), CacheError> {
+        match self.geo.mode {
+            SpaceMode::Log => {
+                let z = self.acquire_zone().await?;
+                let s = self.st.borrow().zones[z as usize].next_slot;
+                let g = z * self.geo.chunks_per_zone + s;
+                let mut r = self.write_chunk(g, key).await;
+                let last = s + 1 == self.geo.chunks_per_zone;
+                if r.is_ok() && last && self.geo.finish_full_zones {
+                    r = self
+                        .dev
+                        .finish_zone(self.geo.zone_slba(z))
+                        .await
+                        .map_err(CacheError::io("zone finish"));
+                }
+                let mut st = self.st.borrow_mut();
+                if r.is_ok() {
+                    self.publish(&mut st, key, g);
+                }
+                st.zones[z as usize].next_slot += 1;
+                self.return_zone(&mut st, z, false);
+                drop(st);
+                self.space.notify_waiters();
+                r
+            }
+            SpaceMode::Slots => {
+                let g = self.acquire_slot().await?;
+                let r = self.write_chunk(g, key).await;
+                let mut st = self.st.borrow_mut();
+                st.zones[(g / self.geo.chunks_per_zone) as usize].writing -= 1;
+                match &r {
+                    Ok(()) => self.publish(&mut st, key, g),
+                    Err(_) => st.free_slots.push_back(g),
+                }
+                drop(st);
+                self.space.notify_waiters();
+                r
+            }
+        }
+    }
+
+    fn publish(&self, st: &mut State, key: u32, g: u32) {
+        st.slot_key[g as usize] = Some(key);
+        st.map.insert(key, g);
+        st.zones[(g / self.geo.chunks_per_zone) as usize].valid += 1;
+        st.valid += 1;
+        st.counters.insert_bytes += self.geo.chunk_bytes;
+        if self.cfg.policy == Policy::Clru {
+            st.chunk_lru.push_back(g);
+        }
+    }
+
+    /// A writer leaves zone `z` after writing one slot.
+    fn return_zone(&self, st: &mut State, z: u32, gc: bool) {
+        let zi = z as usize;
+        if st.zones[zi].next_slot >= self.geo.chunks_per_zone {
+            st.zones[zi].state = ZoneState::Full;
+            if gc {
+                st.gc_zone = None;
+            } else {
+                st.insert_active -= 1;
+            }
+            if self.cfg.policy == Policy::Zplru {
+                st.zone_lru.push_back(z);
+            }
+        } else if gc {
+            st.zones[zi].state = ZoneState::Writing; // stays the GC zone
+        } else {
+            st.zones[zi].state = ZoneState::Active;
+            st.idle_active.push_back(z);
+        }
+    }
+
+    fn wants_eviction(&self, st: &State) -> bool {
+        match (self.cfg.policy, self.geo.mode) {
+            (Policy::Zplru, _) => st.free.len() as u32 <= self.cfg.zone_high,
+            (Policy::Clru, SpaceMode::Slots) => st.free_slots.len() as u64 <= self.geo.chunk_high,
+            (Policy::Clru, SpaceMode::Log) => {
+                self.geo.total_chunks - st.valid <= self.geo.chunk_high
+                    || st.free.len() as u32 <= self.cfg.zone_high
+            }
+        }
+    }
+
+    async fn acquire_zone(self: &Rc<Self>) -> Result<u32, CacheError> {
+        enum Next {
+            Wait,
+            Evict,
+        }
+        loop {
+            let next = {
+                let mut st = self.st.borrow_mut();
+                if let Some(f) = &st.failure {
+                    return Err(CacheError::Internal(format!("eviction failed: {f}")));
+                }
+                if let Some(z) = st.idle_active.pop_front() {
+                    st.zones[z as usize].state = ZoneState::Writing;
+                    return Ok(z);
+                }
+                // Open another zone only while that keeps the free-zone
+                // target (or when no zone is open at all): a burst of
+                // writers would otherwise spread over every zone, fill them
+                // all at once, and ZPLRU would evict the zones that just
+                // filled.
+                let free = st.free.len() as u32;
+                if st.insert_active < self.geo.max_active
+                    && free > self.geo.reserve_zones
+                    && (free > self.cfg.zone_low || st.insert_active == 0)
+                {
+                    let z = st.free.pop_front().unwrap_or(0);
+                    st.zones[z as usize].state = ZoneState::Writing;
+                    st.insert_active += 1;
+                    if self.wants_eviction(&st) {
+                        self.evict_wake.notify_one();
+                    }
+                    return Ok(z);
+                }
+                self.evict_wake.notify_one();
+                if st.insert_active > 0 || st.evicting {
+                    Next::Wait
+                } else {
+                    Next::Evict
+                }
+            };
+            match next {
+                Next::Wait => self.space.notified().await,
+                Next::Evict => {
+                    if !self.evict_round(true).await? {
+                        let st = self.st.borrow();
+                        if st.free.len() as u32 <= self.geo.reserve_zones
+                            && st.idle_active.is_empty()
+                            && st.insert_active == 0
+                            && !st.evicting
+                        {
+                            return Err(CacheError::Internal(
+                                "no zone for a write and eviction could free none".into(),
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    async fn acquire_slot(self: &Rc<Self>) -> Result<u32, CacheError> {
+        loop {
+            let evict = {
+                let mut st = self.st.borrow_mut();
+                if let Some(f) = &st.failure {
+                    return Err(CacheError::Internal(format!("eviction failed: {f}")));
+                }
+                if let Some(g) = st.free_slots.pop_front() {
+                    st.zones[(g / self.geo.chunks_per_zone) as usize].writing += 1;
+                    if self.wants_eviction(&st) {
+                        self.evict_wake.notify_one();
+                    }
+                    return Ok(g);
+                }
+                self.evict_wake.notify_one();
+                !st.evicting
+            };
+            if evict {
+                if !self.evict_round(true).await? {
+                    let (has_free, stuck) = {
+                        let st = self.st.borrow();
+                        let writing: u64 = st.zones.iter().map(|z| u64::from(z.writing)).sum();
+                        let has_free = !st.free_slots.is_empty();
+                        let stuck = !has_free
+                            && st.deferred_free.is_empty()
+                            && writing == 0
+                            && !st.evicting;
+                        (has_free, stuck)
+                    };
+                    if stuck {
+                        return Err(CacheError::Internal(
+                            "no chunk slot for a write and eviction could free none".into(),
+                        ));
+                    }
+                    if !has_free {
+                        self.space.notified().await;
+                    }
+                }
+            } else {
+                self.space.notified().await;
+            }
+        }
+    }
+
+    // ------------------------------------------------------------- eviction
+
+    async fn eviction_task(self: Rc<Self>) {
+        loop {
+            if self.stopped.get() {
+                return;
+            }
+            let due = {
+                let st = self.st.borrow();
+                !st.evicting && st.failure.is_none() && self.wants_eviction(&st)
+            };
+            if due {
+                match self.evict_round(false).await {
+                    Err(e) => {
+                        self.st.borrow_mut().failure = Some(e.to_string());
+                        self.space.notify_waiters();
+                        return;
+                    }
+                    Ok(true) => continue,
+                    // Nothing could be freed now (e.g. no zone is full yet):
+                    // wait for the next poll or wake-up.
+                    Ok(false) => {}
+                }
+            }
+            let mut sleep = pin!(self.handle.sleep(self.cfg.eviction_interval_ns));
+            let mut wake = pin!(self.evict_wake.notified());
+            poll_fn(|cx| {
+                if sleep.as_mut().poll(cx).is_ready() || wake.as_mut().poll(cx).is_ready() {
+                    Poll::Ready(())
+                } else {
+                    Poll::Pending
+                }
+            })
+            .await;
+        }
+    }
+
+    /// One eviction round (at most one runs at a time). `foreground`: a
+    /// writer found no space; evict even if no watermark is crossed.
+    /// Returns whether anything was freed.
+    async fn evict_round(self: &Rc<Self>, foreground: bool) -> Result<bool, CacheError> {
+        {
+            let mut st = self.st.borrow_mut();
+            if st.evicting {
+                return Ok(false);
+            }
+            st.evicting = true;
+            if foreground {
+                st.counters.foreground_evictions += 1;
+            }
+        }
+        let r = match (self.cfg.policy, self.geo.mode) {
+            (Policy::Zplru, _) => self.evict_zplru(foreground).await,
+            (Policy::Clru, SpaceMode::Slots) => self.evict_clru_slots(foreground).await,
+            (Policy::Clru, SpaceMode::Log) => self.evict_clru_log(foreground).await,
+        };
+        let wake = {
+            let mut st = self.st.borrow_mut();
+            st.evicting = false;
+            // Writers waiting for space wake when space was freed, on an
+            // error, or when nothing else could wake them (no write in
+            // flight): then one of them evicts in the foreground. Waking them
+            // after a round that freed nothing while writes are in flight
+            // would only make them wake the evictor again, at the same instant.
+            let writing: u64 = match self.geo.mode {
+                SpaceMode::Slots => st.zones.iter().map(|z| u64::from(z.writing)).sum(),
+                SpaceMode::Log => u64::from(st.insert_active),
+            };
+            !matches!(r, Ok(false)) || writing == 0
+        };
+        if wake {
+            self.space.notify_waiters();
+        }
+        r
+    }
+
+    fn mark_first_eviction(&self, st: &mut State) {
+        if st.first_eviction_ns.is_none() {
+            st.first_eviction_ns = Some(self.handle.now_ns());
+        }
+    }
+
+    async fn evict_zplru(self: &Rc<Self>, foreground: bool) -> Result<bool, CacheError> {
+        let mut progress = false;
+        {
+            let st = self.st.borrow();
+            if !foreground && st.free.len() as u32 > self.cfg.zone_high {
+                return Ok(false);
+            }
+        }
+        loop {
+            let victim = {
+                let mut st = self.st.borrow_mut();
+                if st.free.len() as u32 >= self.cfg.zone_low {
+                    None
+                } else {
+                    st.zone_lru.pop_front()
+                }
+            };
+            let Some(z) = victim else { break };
+            self.reclaim_zone(z).await?;
+            progress = true;
+        }
+        Ok(progress)
+    }
+
+    /// Drops every key of zone `z`, waits for its readers, resets it, frees it.
+    async fn reclaim_zone(&self, z: u32) -> Result<(), CacheError> {
+        {
+            let mut st = self.st.borrow_mut();
+            self.mark_first_eviction(&mut st);
+            st.zones[z as usize].state = ZoneState::Reclaiming;
+            let cpz = self.geo.chunks_per_zone;
+            for g in z * cpz..(z + 1) * cpz {
+                if let Some(k) = st.slot_key[g as usize].take() {
+                    st.map.remove(&k);
+                    st.chunk_lru.remove(g);
+                    st.valid -= 1;
+                    st.counters.evicted_chunks += 1;
+                }
+            }
+            st.zones[z as usize].valid = 0;
+        }
+        self.wait_readers(z).await;
+        self.dev
+            .reset_zone(self.geo.zone_slba(z))
+            .await
+            .map_err(CacheError::io("zone reset"))?;
+        let mut st = self.st.borrow_mut();
+        let zone = &mut st.zones[z as usize];
+        zone.state = ZoneState::Free;
+        zone.next_slot = 0;
+        st.free.push_back(z);
+        st.counters.zone_resets += 1;
+        drop(st);
+        self.space.notify_waiters();
+        Ok(())
+    }
+
+    async fn wait_readers(&self, z: u32) {
+        loop {
+            if self.st.borrow().zones[z as usize].readers == 0 {
+                return;
+            }
+            self.drained.notified().await;
+        }
+    }
+
+    /// CLRU: invalidates global slot `g` (drops its key). Slot mode returns
+    /// the slot to the free list (or defers that until its readers leave).
+    fn invalidate(&self, st: &mut State, g: u32) -> Option<u32> {
+        let k = st.slot_key[g as usize].take()?;
+        st.map.remove(&k);
+        st.chunk_lru.remove(g);
+        st.zones[(g / self.geo.chunks_per_zone) as usize].valid -= 1;
+        st.valid -= 1;
+        st.counters.evicted_chunks += 1;
+        self.mark_first_eviction(st);
+        if self.geo.mode == SpaceMode::Slots {
+            if st.slot_readers.contains_key(&g) {
+                st.deferred_free.insert(g);
+            } else {
+                st.free_slots.push_back(g);
+            }
+        }
+        Some(k)
+    }
+
+    async fn evict_clru_slots(self: &Rc<Self>, foreground: bool) -> Result<bool, CacheError> {
+        let mut progress = false;
+        let trigger = {
+            let st = self.st.borrow();
+            foreground || st.free_slots.len() as u64 <= self.geo.chunk_high
+        };
+        if !trigger {
+            return Ok(false);
+        }
+        loop {
+            let freed = {
+                let mut st = self.st.borrow_mut();
+                if (st.free_slots.len() + st.deferred_free.len()) as u64 >= self.geo.chunk_low {
+                    None
+                } else {
+                    match st.chunk_lru.pop_front() {
+                        Some(g) => self.invalidate(&mut st, g).map(|_| g),
+                        None => None,
+                    }
+                }
+            };
+            let Some(g) = freed else { break };
+            progress = true;
+            self.dev
+                .free_slot(self.geo.slot_slba(g), self.geo.chunk_lbas)
+                .await
+                .map_err(CacheError::io("deallocate"))?;
+        }
+        if progress {
+            self.space.notify_waiters();
+        }
+        Ok(progress)
+    }
+
+    async fn evict_clru_log(self: &Rc<Self>, foreground: bool) -> Result<bool, CacheError> {
+        let mut progress = false;
+        let cpz = self.geo.chunks_per_zone;
+        {
+            let mut st = self.st.borrow_mut();
+            if foreground || self.geo.total_chunks - st.valid <= self.geo.chunk_high {
+                while self.geo.total_chunks - st.valid < self.geo.chunk_low {
+                    let Some(g) = st.chunk_lru.pop_front() else {
+                        break;
+                    };
+                    self.invalidate(&mut st, g);
+                    progress = true;
+                }
+            }
+        }
+        let collect = {
+            let st = self.st.borrow();
+            foreground || st.free.len() as u32 <= self.cfg.zone_high
+        };
+        if !collect {
+            return Ok(progress);
+        }
+        loop {
+            let victim = {
+                let mut st = self.st.borrow_mut();
+                if st.free.len() as u32 >= self.cfg.zone_low {
+                    break;
+                }
+                let best = st
+                    .zones
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, z)| z.state == ZoneState::Full)
+                    .min_by_key(|(i, z)| (z.valid, *i))
+                    .map(|(i, z)| (i as u32, z.valid));
+                match best {
+                    None => break,
+                    Some((_, v)) if v >= cpz => {
+                        // No full zone has an invalid chunk: evict the LRU
+                        // chunk and look again.
+                        match st.chunk_lru.pop_front() {
+                            Some(g) => {
+                                self.invalidate(&mut st, g);
+                                progress = true;
+                                continue;
+                            }
+                            None => break,
+                        }
+                    }
+                    Some((z, _)) => z,
+                }
+            };
+            self.collect_zone(victim).await?;
+            progress = true;
+        }
+        Ok(progress)
+    }
+
+    /// Host GC of zone `v`: copy its valid chunks to the GC zone, switch the
+    /// map, reset `v`.
+    async fn collect_zone(&self, v: u32) -> Result<(), CacheError> {
+        let cpz = self.geo.chunks_per_zone;
+        self.st.borrow_mut().zones[v as usize].state = ZoneState::Reclaiming;
+        for g in v * cpz..(v + 1) * cpz {
+            let key = {
+                let mut st = self.st.borrow_mut();
+                match st.slot_key[g as usize] {
+                    Some(k) => {
+                        st.zones[v as usize].readers += 1;
+                        Some(k)
+                    }
+                    None => None,
+                }
+            };
+            let Some(key) = key else { continue };
+            let dst = self.gc_slot();
+            let dst = match dst {
+                Ok(d) => d,
+                Err(e) => {
+                    self.st.borrow_mut().zones[v as usize].readers -= 1;
+                    return Err(e);
+                }
+            };
+            let r = self.copy_chunk(g, dst).await;
+            let dz = dst / cpz;
+            let r = match r {
+                Ok(()) if (dst % cpz) + 1 == cpz && self.geo.finish_full_zones => self
+                    .dev
+                    .finish_zone(self.geo.zone_slba(dz))
+                    .await
+                    .map_err(CacheError::io("zone finish")),
+                other => other,
+            };
+            let mut st = self.st.borrow_mut();
+            st.zones[v as usize].readers -= 1;
+            st.zones[dz as usize].next_slot += 1;
+            if r.is_ok() && st.slot_key[g as usize] == Some(key) && st.map.get(&key) == Some(&g) {
+                st.slot_key[g as usize] = None;
+                st.slot_key[dst as usize] = Some(key);
+                st.map.insert(key, dst);
+                st.zones[v as usize].valid -= 1;
+                st.zones[dz as usize].valid += 1;
+                st.chunk_lru.replace(g, dst);
+                st.counters.gc_relocations += 1;
+                st.counters.gc_relocated_bytes += self.geo.chunk_bytes;
+            }
+            self.return_zone(&mut st, dz, true);
+            drop(st);
+            r?;
+        }
+        {
+            let mut st = self.st.borrow_mut();
+            // Anything left (nothing, unless a key changed under us) is dropped.
+            for g in v * cpz..(v + 1) * cpz {
+                if st.slot_key[g as usize].is_some() {
+                    self.invalidate(&mut st, g);
+                }
+            }
+            st.zones[v as usize].valid = 0;
+        }
+        self.wait_readers(v).await;
+        self.dev
+            .reset_zone(self.geo.zone_slba(v))
+            .await
+            .map_err(CacheError::io("zone reset"))?;
+        let mut st = self.st.borrow_mut();
+        let zone = &mut st.zones[v as usize];
+        zone.state = ZoneState::Free;
+        zone.next_slot = 0;
+        st.free.push_back(v);
+        st.counters.zone_resets += 1;
+        drop(st);
+        self.space.notify_waiters();
+        Ok(())
+    }
+
+    /// The next slot of the GC zone (opening one from the free list, the
+    /// reserved zone included).
+    fn gc_slot(&self) -> Result<u32, CacheError> {
+        let mut st = self.st.borrow_mut();
+        let z = match st.gc_zone {
+            Some(z) => z,
+            None => {
+                let Some(z) = st.free.pop_front() else {
+                    return Err(CacheError::Internal(
+                        "host GC found no free zone (the GC reserve was used by inserts)".into(),
+                    ));
+                };
+                st.zones[z as usize].state = ZoneState::Writing;
+                st.gc_zone = Some(z);
+                z
+            }
+        };
+        let s = st.zones[z as usize].next_slot;
+        Ok(z * self.geo.chunks_per_zone + s)
+    }
+
+    // ---------------------------------------------------------------- audit
+
+    /// Checks the cache's invariants; returns what is wrong. Used by tests
+    /// (and cheap enough to run after a run): the map and the slots agree
+    /// one to one (no lost or duplicated key), per-zone counts match, the
+    /// LRU holds exactly the evictable units, capacity is not exceeded.
+    pub fn audit(&self) -> Result<(), String> {
+        let st = self.st.borrow();
+        let cpz = self.geo.chunks_per_zone;
+        let mut valid_per_zone = vec![0u32; self.geo.zones as usize];
+        let mut seen = 0u64;
+        for (g, k) in st.slot_key.iter().enumerate() {
+            if let Some(k) = k {
+                seen += 1;
+                valid_per_zone[g / cpz as usize] += 1;
+                if st.map.get(k) != Some(&(g as u32)) {
+                    return Err(format!(
+                        "slot {g} holds key {k} but the map says {:?}",
+                        st.map.get(k)
+                    ));
+                }
+            }
+        }
+        if seen != st.map.len() as u64 || seen != st.valid {
+            return Err(format!(
+                "{seen} slots hold keys, the map has {} keys, the valid count is {}",
+                st.map.len(),
+                st.valid
+            ));
+        }
+        if st.valid > self.geo.total_chunks {
+            return Err(format!(
+                "{} valid chunks exceed the {} slots",
+                st.valid, self.geo.total_chunks
+            ));
+        }
+        let c = &st.counters;
+        let inserted = c.insert_bytes / self.geo.chunk_bytes;
+        if inserted != st.valid + c.evicted_chunks {
+            return Err(format!(
+                "{inserted} chunks inserted, {} evicted, but {} valid: keys were lost or duplicated",
+                c.evicted_chunks, st.valid
+            ));
+        }
+        for (z, zone) in st.zones.iter().enumerate() {
+            if zone.valid != valid_per_zone[z] {
+                return Err(format!(
+                    "zone {z}: valid count {} but {} slots hold keys",
+                    zone.valid, valid_per_zone[z]
+                ));
+            }
+            if self.geo.mode == SpaceMode::Log {
+                if zone.valid > zone.next_slot {
+                    return Err(format!(
+                        "zone {z}: {} valid chunks above its write pointer {}",
+                        zone.valid, zone.next_slot
+                    ));
+                }
+                if zone.state == ZoneState::Free && (zone.valid > 0 || zone.next_slot > 0) {
+                    return Err(format!("zone {z} is free but holds data"));
+                }
+            }
+        }
+        match self.cfg.policy {
+            Policy::Clru => {
+                if st.chunk_lru.len() as u64 != st.valid {
+                    return Err(format!(
+                        "the chunk LRU holds {} entries for {} valid chunks",
+                        st.chunk_lru.len(),
+                        st.valid
+                    ));
+                }
+                for g in st.chunk_lru.order() {
+                    if st.slot_key[g as usize].is_none() {
+                        return Err(format!("the chunk LRU holds invalid slot {g}"));
+                    }
+                }
+                if self.geo.mode == SpaceMode::Slots {
+                    let free = st.free_slots.len() as u64 + st.deferred_free.len() as u64;
+                    let writing: u64 = st.zones.iter().map(|z| u64::from(z.writing)).sum();
+                    if free + writing + st.valid != self.geo.total_chunks {
+                        return Err(format!(
+                            "slots: {free} free + {writing} writing + {} valid ≠ {}",
+                            st.valid, self.geo.total_chunks
+                        ));
+                    }
+                    let distinct: HashSet<u32> = st.free_slots.iter().copied().collect();
+                    if distinct.len() != st.free_slots.len() {
+                        return Err("a slot is twice in the free list".into());
+                    }
+                    if st
+                        .free_slots
+                        .iter()
+                        .any(|g| st.slot_key[*g as usize].is_some())
+                    {
+                        return Err("a free slot holds a key".into());
+                    }
+                }
+            }
+            Policy::Zplru => {
+                let full: Vec<u32> = st
+                    .zones
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, z)| z.state == ZoneState::Full)
+                    .map(|(i, _)| i as u32)
+                    .collect();
+                if full.len() != st.zone_lru.len() || full.iter().any(|z| !st.zone_lru.contains(*z))
+                {
+                    return Err("the zone LRU does not hold exactly the full zones".into());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads every cached chunk back and checks its bytes (needs `verify`
+    /// and a data store that keeps bytes).
+    pub async fn verify_all(self: &Rc<Self>) -> Result<u64, CacheError> {
+        let entries: Vec<(u32, u32)> = {
+            let st = self.st.borrow();
+            let mut v: Vec<(u32, u32)> = st.map.iter().map(|(k, g)| (*k, *g)).collect();
+            v.sort_unstable();
+            v
+        };
+        for (k, g) in &entries {
+            if self.st.borrow().map.get(k) != Some(g) {
+                continue; // moved or evicted meanwhile
+            }
+            self.pin_reader(&mut self.st.borrow_mut(), *g);
+            let r = self.read_chunk(*g, *k).await;
+            self.unpin_reader(&mut self.st.borrow_mut(), *g);
+            r?;
+        }
+        Ok(entries.len() as u64)
+    }
+
+    /// The keys cached now (sorted).
+    pub fn keys(&self) -> Vec<u32> {
+        let mut v: Vec<u32> = self.st.borrow().map.keys().copied().collect();
+        v.sort_unstable();
+        v
+    }
+}

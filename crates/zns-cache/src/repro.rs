@@ -1,0 +1,680 @@
+//! `zns repro zncache`: the paper's experiments, scaled down so that each
+//! runs in host seconds (docs/zncache.md gives the scaling and why).
+//!
+//! - (a) 512 MiB chunks on a preconditioned (full) device, ZNS vs block,
+//!   Zipf and uniform, ratios 1:2 and 1:10.
+//! - (b) 64 KiB chunks, the same grid.
+//! - (c) the GC experiment: a trimmed block device, 256 MiB chunks, uniform
+//!   1:10, the cache spanning the device, several device fills of writes;
+//!   throughput before and after the first full fill, with the remote
+//!   latency and without.
+//! - (d) ZPLRU vs CLRU on both backends: hit ratio, throughput, latency,
+//!   host GC relocations and host WAF.
+//!
+//! Every experiment takes the block device as a parameter (profile and
+//! NSID), so that the FTL device (`sn540`) plugs in unchanged; until then
+//! the block runs use `zn540-cns` NSID 1, a conventional namespace without
+//! device GC, and every report says so.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use serde::Serialize;
+use zns_device::{NamespaceProfile, Profile};
+
+use crate::cache::{CacheConfig, Policy};
+use crate::error::CacheError;
+use crate::remote::RemoteLatency;
+use crate::run::{run_cache, DeviceSpec, Precondition, Progress, RunReport, RunSpec, WorkloadSpec};
+use crate::workload::Distribution;
+
+/// The experiments' scale.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Scale {
+    /// The documented default (a few host minutes for all four).
+    Default,
+    /// Tiny runs that only show that everything works (tests, CI).
+    Quick,
+}
+
+/// What `zns repro zncache` runs on.
+#[derive(Debug, Clone)]
+pub struct ReproOptions {
+    pub zns_profile: Profile,
+    pub block_profile: Profile,
+    pub block_nsid: u32,
+    /// How the block device is described in reports.
+    pub block_label: String,
+    pub scale: Scale,
+    pub seed: u64,
+    /// Experiments to run, by letter (a, b, c, d).
+    pub experiments: Vec<char>,
+    /// Where CSV and PNG files go (none if `None`).
+    pub out_dir: Option<PathBuf>,
+    pub workers: u32,
+}
+
+impl ReproOptions {
+    /// The defaults: zn540 vs zn540-cns NSID 1.
+    pub fn new() -> Result<ReproOptions, CacheError> {
+        let load = |n: &str| Profile::builtin(n).map_err(|e| CacheError::Device(e.to_string()));
+        Ok(ReproOptions {
+            zns_profile: load("zn540")?,
+            block_profile: load("zn540-cns")?,
+            block_nsid: 1,
+            block_label: block_label("zn540-cns", 1, false),
+            scale: Scale::Default,
+            seed: 1,
+            experiments: vec!['a', 'b', 'c', 'd'],
+            out_dir: None,
+            workers: 64,
+        })
+    }
+}
+
+/// The label of a block device in reports; `has_gc` = the device runs an
+/// FTL with garbage collection.
+pub fn block_label(profile: &str, nsid: u32, has_gc: bool) -> String {
+    if has_gc {
+        format!("{profile} nsid {nsid}")
+    } else {
+        format!("{profile} nsid {nsid} (block device without GC — sn540 pending)")
+    }
+}
+
+/// One labelled run of an experiment.
+#[derive(Debug, Clone, Serialize)]
+pub struct LabelledRun {
+    pub label: String,
+    pub report: RunReport,
+}
+
+/// An experiment's outcome.
+#[derive(Debug, Clone, Serialize)]
+pub struct ExperimentResult {
+    pub id: char,
+    pub title: String,
+    pub scaling: String,
+    pub block_device: String,
+    pub runs: Vec<LabelledRun>,
+    /// Measured comparisons, one line each (the figures the paper states).
+    pub findings: Vec<String>,
+    /// What the paper reports for the same comparison.
+    pub paper: String,
+}
+
+fn pct(new: f64, base: f64) -> f64 {
+    if base == 0.0 {
+        0.0
+    } else {
+        (new - base) / base * 100.0
+    }
+}
+
+struct Sizes {
+    b_zones: u32,
+    b_io_factor: f64,
+    a_zones: u32,
+    a_requests: u64,
+    c_regions: u32,
+    c_fills: f64,
+    d_zones: u32,
+    d_io_factor: f64,
+}
+
+fn sizes(scale: Scale) -> Sizes {
+    match scale {
+        Scale::Default => Sizes {
+            b_zones: 8,
+            b_io_factor: 8.0,
+            a_zones: 16,
+            a_requests: 480,
+            c_regions: 8,
+            c_fills: 4.0,
+            d_zones: 8,
+            d_io_factor: 8.0,
+        },
+        Scale::Quick => Sizes {
+            b_zones: 3,
+            b_io_factor: 1.5,
+            a_zones: 4,
+            a_requests: 24,
+            c_regions: 4,
+            c_fills: 1.5,
+            d_zones: 4,
+            d_io_factor: 2.0,
+        },
+    }
+}
+
+/// The block profile with its namespace grown to hold `regions` regions of
+/// `region_bytes` plus 1 MiB (the paper's partition), if it is smaller.
+fn block_profile_for(
+    p: &Profile,
+    nsid: u32,
+    regions: u32,
+    region_bytes: u64,
+) -> Result<(Profile, bool), CacheError> {
+    let idx = nsid
+        .checked_sub(1)
+        .ok_or_else(|| CacheError::Param("--block-nsid 0".into()))? as usize;
+    let Some(NamespaceProfile::Conventional(c)) = p.namespaces.get(idx) else {
+        return Err(CacheError::Param(format!(
+            "block device {} nsid {nsid} is not a conventional namespace",
+            p.name
+        )));
+    };
+    let lba = u64::from(c.lba_bytes);
+    let need = (u64::from(regions) * region_bytes + (1 << 20)) / lba;
+    if c.capacity_lbas >= need {
+        return Ok((p.clone(), false));
+    }
+    let grown = p
+        .with_overrides(&[(format!("namespace.{idx}.capacity_lbas"), need.to_string())])
+        .map_err(|e| CacheError::Device(e.to_string()))?;
+    Ok((grown, true))
+}
+
+fn zns_region_bytes(p: &Profile) -> Result<u64, CacheError> {
+    let i = p
+        .first_zoned()
+        .ok_or_else(|| CacheError::Param(format!("{} has no zoned namespace", p.name)))?;
+    match &p.namespaces[i] {
+        NamespaceProfile::Zoned(z) => Ok(z.zone_capacity_lbas * u64::from(z.lba_bytes)),
+        NamespaceProfile::Conventional(_) => unreachable_param(),
+    }
+}
+
+fn unreachable_param<T>() -> Result<T, CacheError> {
+    Err(CacheError::Internal(
+        "first_zoned named a conventional namespace".into(),
+    ))
+}
+
+struct Ctx<'a> {
+    opts: &'a ReproOptions,
+    progress: &'a mut dyn FnMut(&str, &Progress),
+}
+
+impl Ctx<'_> {
+    fn run(&mut self, label: &str, spec: RunSpec) -> Result<LabelledRun, CacheError> {
+        let p = &mut self.progress;
+        let report = run_cache(&spec, &mut |pr| p(label, pr))?;
+        Ok(LabelledRun {
+            label: label.to_string(),
+            report,
+        })
+    }
+
+    /// A ZNS and a block spec with the same cache parameters.
+    fn pair(
+        &self,
+        cache: &CacheConfig,
+        workload: WorkloadSpec,
+        precondition: Precondition,
+        remote: RemoteLatency,
+    ) -> Result<(RunSpec, RunSpec, bool), CacheError> {
+        let o = self.opts;
+        let region = zns_region_bytes(&o.zns_profile)?;
+        let zones = cache.zones.unwrap_or(1);
+        let mut zdev = DeviceSpec::new(o.zns_profile.clone());
+        zdev.precondition = precondition;
+        let (bp, grown) = block_profile_for(&o.block_profile, o.block_nsid, zones, region)?;
+        let mut bdev = DeviceSpec::new(bp);
+        bdev.nsid = Some(o.block_nsid);
+        bdev.region_bytes = Some(region);
+        bdev.precondition = precondition;
+        let mk = |dev: DeviceSpec| {
+            let mut s = RunSpec::new(dev, cache.clone(), workload.clone());
+            s.workers = o.workers;
+            s.remote = remote;
+            s.seed = o.seed;
+            s
+        };
+        Ok((mk(zdev), mk(bdev), grown))
+    }
+}
+
+fn grid() -> [(Distribution, f64); 4] {
+    [
+        (Distribution::Uniform, 10.0),
+        (Distribution::Uniform, 2.0),
+        (Distribution::Zipfian, 10.0),
+        (Distribution::Zipfian, 2.0),
+    ]
+}
+
+fn chunk_label(bytes: u64) -> String {
+    if bytes >= 1 << 20 {
+        format!("{}M", bytes >> 20)
+    } else {
+        format!("{}K", bytes >> 10)
+    }
+}
+
+fn dist_label(d: Distribution) -> &'static str {
+    match d {
+        Distribution::Zipfian => "ZIPF",
+        Distribution::Uniform => "UNIF",
+    }
+}
+
+/// (a) and (b): ZNS vs block over the distribution × ratio grid.
+fn zns_vs_block(ctx: &mut Ctx, id: char) -> Result<ExperimentResult, CacheError> {
+    let s = sizes(ctx.opts.scale);
+    let (chunk, zones, high, low, precondition) = if id == 'a' {
+        (512u64 << 20, s.a_zones, 2, 4, Precondition::Random)
+    } else {
+        (64u64 << 10, s.b_zones, 1, 2, Precondition::Sequential)
+    };
+    let cache = CacheConfig {
+        policy: Policy::Zplru,
+        chunk_bytes: chunk,
+        zones: Some(zones),
+        zone_high: high,
+        zone_low: low,
+        ..CacheConfig::default()
+    };
+    let cache_bytes = u64::from(zones) * (zns_region_bytes(&ctx.opts.zns_profile)? / chunk) * chunk;
+    let requests = if id == 'a' {
+        s.a_requests
+    } else {
+        ((cache_bytes as f64 * s.b_io_factor) / chunk as f64) as u64
+    };
+    let mut runs = Vec::new();
+    let mut findings = Vec::new();
+    let mut block_name = String::new();
+    let (mut thr_sum, mut lat_sum, mut n) = (0.0, 0.0, 0.0);
+    for (dist, ratio) in grid() {
+        let wl = WorkloadSpec::Generated {
+            distribution: dist,
+            ratio,
+            requests,
+            seed: ctx.opts.seed,
+        };
+        let (zs, bs, grown) = ctx.pair(&cache, wl, precondition, RemoteLatency::Measured)?;
+        block_name = format!(
+            "{}{}",
+            ctx.opts.block_label,
+            if grown {
+                ", namespace grown to hold the regions"
+            } else {
+                ""
+            }
+        );
+        let tag = format!(
+            "{}-{}-{}",
+            chunk_label(chunk),
+            dist_label(dist),
+            ratio as u32
+        );
+        let z = ctx.run(&format!("ZNS-{tag}"), zs)?;
+        let b = ctx.run(&format!("Block-{tag}"), bs)?;
+        let dt = pct(z.report.get_gib_s, b.report.get_gib_s);
+        let dl = pct(z.report.get.mean_ms, b.report.get.mean_ms);
+        let dp = pct(z.report.get.p99_ms, b.report.get.p99_ms);
+        thr_sum += dt;
+        lat_sum += dl;
+        n += 1.0;
+        findings.push(format!(
+            "{tag}: get throughput ZNS {:.4} vs block {:.4} GiB/s ({dt:+.1}%), mean get latency {:.2} vs {:.2} ms ({dl:+.1}%), p99 {:.2} vs {:.2} ms ({dp:+.1}%), hit ratio {:.3} vs {:.3}",
+            z.report.get_gib_s, b.report.get_gib_s, z.report.get.mean_ms, b.report.get.mean_ms,
+            z.report.get.p99_ms, b.report.get.p99_ms, z.report.hit_ratio, b.report.hit_ratio
+        ));
+        runs.push(z);
+        runs.push(b);
+    }
+    findings.push(format!(
+        "average over the grid: ZNS get throughput {:+.1}%, mean get latency {:+.1}% vs block",
+        thr_sum / n,
+        lat_sum / n
+    ));
+    let (title, paper, scaling) = if id == 'a' {
+        (
+            "512 MiB chunks on a preconditioned device: ZNS vs block".to_string(),
+            "ZNS get throughput +108% on average, get latency −50.6% (mean), p99 −55.9%: device GC on the block SSD (Tables 5, 8)".to_string(),
+            format!(
+                "{zones} zones × 2 chunks (paper: 200 zones), watermarks {high}/{low} (paper 8/16), {requests} requests per run (paper: 6,000 = 3 TiB), devices preconditioned (block: random 64 KiB writes over the namespace; ZNS: zones filled, reset by the cache)"
+            ),
+        )
+    } else {
+        (
+            "64 KiB chunks: ZNS vs block".to_string(),
+            "within a few percent: ZNS −1.9% throughput, +1.9% latency on average (Tables 5, 8)".to_string(),
+            format!(
+                "{zones} zones × {} chunks (paper: 40 zones), watermarks {high}/{low}, {requests} requests per run = {:.0}× the cache size (paper: 600 GiB ≈ 14×), devices filled sequentially first",
+                zns_region_bytes(&ctx.opts.zns_profile)? / chunk,
+                s.b_io_factor
+            ),
+        )
+    };
+    Ok(ExperimentResult {
+        id,
+        title,
+        scaling,
+        block_device: block_name,
+        runs,
+        findings,
+        paper,
+    })
+}
+
+/// Mean of `f` over samples with `lo ≤ t < hi`.
+fn mean_between(
+    r: &RunReport,
+    lo: f64,
+    hi: f64,
+    f: impl Fn(&crate::metrics::Sample) -> f64,
+) -> Option<f64> {
+    let v: Vec<f64> = r
+        .samples
+        .iter()
+        .filter(|s| s.t_s > lo && s.t_s <= hi)
+        .map(f)
+        .collect();
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+/// The virtual second at which the cache had written `bytes` in total.
+fn time_of_written(r: &RunReport, bytes: f64, interval_s: f64) -> Option<f64> {
+    let mut written = 0.0;
+    for s in &r.samples {
+        written += s.write_gib_s * interval_s * (1u64 << 30) as f64;
+        if written >= bytes {
+            return Some(s.t_s);
+        }
+    }
+    None
+}
+
+/// (c): throughput before and after the first full device fill.
+fn gc_experiment(ctx: &mut Ctx) -> Result<ExperimentResult, CacheError> {
+    let s = sizes(ctx.opts.scale);
+    let chunk = 256u64 << 20;
+    let region = zns_region_bytes(&ctx.opts.zns_profile)?;
+    let zones = s.c_regions;
+    let cache = CacheConfig {
+        policy: Policy::Zplru,
+        chunk_bytes: chunk,
+        zones: Some(zones),
+        zone_high: 1,
+        zone_low: 2,
+        ..CacheConfig::default()
+    };
+    let cache_bytes = u64::from(zones) * (region / chunk) * chunk;
+    // Uniform 1:10 is ~90% misses: requests ≈ writes.
+    let requests = ((cache_bytes as f64 * s.c_fills) / chunk as f64 / 0.9) as u64;
+    let mut runs = Vec::new();
+    let mut findings = Vec::new();
+    let mut block_name = String::new();
+    let interval_s = 1.0;
+    for (remote, rl) in [
+        (RemoteLatency::Measured, "3.2s"),
+        (RemoteLatency::Fixed { ns: 0 }, "0s"),
+    ] {
+        let wl = WorkloadSpec::Generated {
+            distribution: Distribution::Uniform,
+            ratio: 10.0,
+            requests,
+            seed: ctx.opts.seed,
+        };
+        let (mut zs, mut bs, grown) = ctx.pair(&cache, wl, Precondition::None, remote)?;
+        // Start from a trimmed device: the cache deallocates what it frees,
+        // as after a full-device TRIM (a fresh emulated device is trimmed).
+        bs.device.discard = true;
+        zs.interval_ns = 1_000_000_000;
+        bs.interval_ns = 1_000_000_000;
+        let bcap = block_capacity_bytes(&bs.device)?;
+        block_name = format!(
+            "{}{}",
+            ctx.opts.block_label,
+            if grown {
+                ", namespace grown to hold the regions"
+            } else {
+                ""
+            }
+        );
+        let z = ctx.run(&format!("ZNS-256M-UNIF-10-{rl}"), zs)?;
+        let b = ctx.run(&format!("Block-256M-UNIF-10-{rl}"), bs)?;
+        for (name, r, cap) in [
+            ("ZNS", &z.report, cache_bytes as f64),
+            ("block", &b.report, bcap as f64),
+        ] {
+            match time_of_written(r, cap, interval_s) {
+                Some(t_fill) => {
+                    let before = mean_between(r, 0.0, t_fill, |s| s.get_gib_s).unwrap_or(0.0);
+                    let after =
+                        mean_between(r, t_fill, f64::INFINITY, |s| s.get_gib_s).unwrap_or(0.0);
+                    findings.push(format!(
+                        "remote {rl}, {name}: first full fill at {t_fill:.0} s; get throughput {before:.4} GiB/s before, {after:.4} after ({:+.1}%)",
+                        pct(after, before)
+                    ));
+                }
+                None => findings.push(format!(
+                    "remote {rl}, {name}: the run did not fill the device once"
+                )),
+            }
+        }
+        findings.push(format!(
+            "remote {rl}: get throughput ZNS {:.4} vs block {:.4} GiB/s ({:+.1}%), mean get latency {:.0} vs {:.0} ms",
+            z.report.get_gib_s,
+            b.report.get_gib_s,
+            pct(z.report.get_gib_s, b.report.get_gib_s),
+            z.report.get.mean_ms,
+            b.report.get.mean_ms
+        ));
+        runs.push(z);
+        runs.push(b);
+    }
+    Ok(ExperimentResult {
+        id: 'c',
+        title: "GC experiment: trimmed device, 256 MiB chunks, uniform 1:10".into(),
+        scaling: format!(
+            "{zones} regions of {} (paper: the whole 904-zone drive), {requests} requests ≈ {:.1} cache fills of writes (paper: 6 TiB ≈ 6 drive fills), remote 3.2 s and 0 s",
+            crate::units::fmt_bytes(region),
+            s.c_fills
+        ),
+        block_device: block_name,
+        runs,
+        findings,
+        paper: "block throughput −35.4%, latency +51.0%, tail +55.6% after the first full fill; ZNS steady; with 0 s remote latency ZNS gains, block does not (Figs. 5–7)".into(),
+    })
+}
+
+fn block_capacity_bytes(d: &DeviceSpec) -> Result<u64, CacheError> {
+    let idx = d.nsid.unwrap_or(1).saturating_sub(1) as usize;
+    match d.profile.namespaces.get(idx) {
+        Some(NamespaceProfile::Conventional(c)) => Ok(c.capacity_lbas * u64::from(c.lba_bytes)),
+        _ => Err(CacheError::Param(
+            "the block device spec names no conventional namespace".into(),
+        )),
+    }
+}
+
+/// (d): ZPLRU vs CLRU.
+fn policy_experiment(ctx: &mut Ctx) -> Result<ExperimentResult, CacheError> {
+    let s = sizes(ctx.opts.scale);
+    let chunk = 64u64 << 10;
+    let zones = s.d_zones;
+    let region = zns_region_bytes(&ctx.opts.zns_profile)?;
+    let cache_bytes = u64::from(zones) * (region / chunk) * chunk;
+    let requests = ((cache_bytes as f64 * s.d_io_factor) / chunk as f64) as u64;
+    let mut runs = Vec::new();
+    let mut findings = Vec::new();
+    let mut block_name = String::new();
+    for (dist, ratio) in [(Distribution::Zipfian, 10.0), (Distribution::Zipfian, 2.0)] {
+        let wl = WorkloadSpec::Generated {
+            distribution: dist,
+            ratio,
+            requests,
+            seed: ctx.opts.seed,
+        };
+        let mut reports = Vec::new();
+        for policy in [Policy::Zplru, Policy::Clru] {
+            let cache = CacheConfig {
+                policy,
+                chunk_bytes: chunk,
+                zones: Some(zones),
+                zone_high: 1,
+                zone_low: 2,
+                ..CacheConfig::default()
+            };
+            let (zs, bs, grown) = ctx.pair(
+                &cache,
+                wl.clone(),
+                Precondition::None,
+                RemoteLatency::Measured,
+            )?;
+            block_name = format!(
+                "{}{}",
+                ctx.opts.block_label,
+                if grown {
+                    ", namespace grown to hold the regions"
+                } else {
+                    ""
+                }
+            );
+            let tag = format!(
+                "{}-{}-{}",
+                policy.name().to_uppercase(),
+                dist_label(dist),
+                ratio as u32
+            );
+            let z = ctx.run(&format!("ZNS-{tag}"), zs)?;
+            let b = ctx.run(&format!("Block-{tag}"), bs)?;
+            reports.push((policy, z.report.clone(), b.report.clone()));
+            runs.push(z);
+            runs.push(b);
+        }
+        let (zp, zc) = (&reports[0].1, &reports[1].1);
+        let (bp, bc) = (&reports[0].2, &reports[1].2);
+        let steady = |r: &RunReport| r.steady_hit_ratio.unwrap_or(r.hit_ratio);
+        findings.push(format!(
+            "{}-{}: ZNS hit ratio ZPLRU {:.4} vs CLRU {:.4} (steady {:.4} vs {:.4}); CLRU host GC relocated {} chunks, host WAF {:.3}, {} zone resets; get throughput {:.4} vs {:.4} GiB/s ({:+.1}%), mean get latency {:.2} vs {:.2} ms, p99 {:.2} vs {:.2} ms",
+            dist_label(dist), ratio as u32,
+            zp.hit_ratio, zc.hit_ratio, steady(zp), steady(zc),
+            zc.counters.gc_relocations, zc.host_waf, zc.counters.zone_resets,
+            zp.get_gib_s, zc.get_gib_s, pct(zc.get_gib_s, zp.get_gib_s),
+            zp.get.mean_ms, zc.get.mean_ms, zp.get.p99_ms, zc.get.p99_ms
+        ));
+        findings.push(format!(
+            "{}-{}: block hit ratio ZPLRU {:.4} vs CLRU {:.4} (CLRU reuses slots in place: no host GC, host WAF {:.3})",
+            dist_label(dist), ratio as u32, bp.hit_ratio, bc.hit_ratio, bc.host_waf
+        ));
+    }
+    Ok(ExperimentResult {
+        id: 'd',
+        title: "ZPLRU vs CLRU: hit ratio and host-GC cost".into(),
+        scaling: format!(
+            "64 KiB chunks, {zones} zones × {} chunks, watermarks 1/2 zones (CLRU chunk watermarks: (low + 1) zones of free slots, + half a zone), {requests} requests = {:.0}× the cache size",
+            region / chunk,
+            s.d_io_factor
+        ),
+        block_device: block_name,
+        runs,
+        findings,
+        paper: "not evaluated in the paper (CLRU \"was implemented but bugs remain\"); expected: CLRU hit ratio above ZPLRU's".into(),
+    })
+}
+
+/// Runs the selected experiments. `progress(run label, progress)`.
+pub fn run_repro(
+    opts: &ReproOptions,
+    progress: &mut dyn FnMut(&str, &Progress),
+) -> Result<Vec<ExperimentResult>, CacheError> {
+    if opts.experiments.is_empty() {
+        return Err(CacheError::Param(
+            "no experiment selected (a, b, c, d)".into(),
+        ));
+    }
+    let mut ctx = Ctx { opts, progress };
+    let mut out = Vec::new();
+    for &e in &opts.experiments {
+        let r = match e {
+            'a' | 'b' => zns_vs_block(&mut ctx, e)?,
+            'c' => gc_experiment(&mut ctx)?,
+            'd' => policy_experiment(&mut ctx)?,
+            other => {
+                return Err(CacheError::Param(format!(
+                    "experiment `{other}`: expected a, b, c or d"
+                )))
+            }
+        };
+        if let Some(dir) = &opts.out_dir {
+            write_experiment(&r, dir)?;
+        }
+        out.push(r);
+    }
+    Ok(out)
+}
+
+fn write_experiment(r: &ExperimentResult, dir: &std::path::Path) -> Result<(), CacheError> {
+    std::fs::create_dir_all(dir).map_err(|e| CacheError::File {
+        path: dir.display().to_string(),
+        message: e.to_string(),
+    })?;
+    for run in &r.runs {
+        let p = dir.join(format!("zncache-{}-{}.csv", r.id, run.label));
+        crate::report::write_file(&p, crate::report::samples_csv(&run.report).as_bytes())?;
+    }
+    let labelled: Vec<(String, &RunReport)> = r
+        .runs
+        .iter()
+        .map(|x| (x.label.clone(), &x.report))
+        .collect();
+    // One figure per metric and per pair of runs that belong together (at
+    // most six lines per figure).
+    for (gi, group) in labelled.chunks(if r.id == 'd' { 4 } else { 2 }).enumerate() {
+        for (name, chart) in crate::plot::comparison_charts(group, &format!("({}) ", r.id)) {
+            let p = dir.join(format!("zncache-{}-{gi}-{name}.png", r.id));
+            crate::plot::draw(&chart, &p)?;
+        }
+    }
+    crate::report::write_file(
+        &dir.join(format!("zncache-{}.txt", r.id)),
+        experiment_text(r).as_bytes(),
+    )
+}
+
+/// An experiment as text: scaling, device, table, findings, paper.
+pub fn experiment_text(r: &ExperimentResult) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "({}) {}", r.id, r.title);
+    let _ = writeln!(s, "  block device: {}", r.block_device);
+    let _ = writeln!(s, "  scaling: {}", r.scaling);
+    let _ = writeln!(
+        s,
+        "  {:<26} {:>9} {:>9} {:>10} {:>11} {:>11} {:>11} {:>9} {:>8}",
+        "run",
+        "duration",
+        "hit",
+        "get GiB/s",
+        "get ms",
+        "get p99 ms",
+        "write ms",
+        "GC moves",
+        "hostWAF"
+    );
+    for x in &r.runs {
+        let p = &x.report;
+        let _ = writeln!(
+            s,
+            "  {:<26} {:>8.1}s {:>9.4} {:>10.4} {:>11.2} {:>11.2} {:>11.3} {:>9} {:>8.3}",
+            x.label,
+            p.duration_s,
+            p.hit_ratio,
+            p.get_gib_s,
+            p.get.mean_ms,
+            p.get.p99_ms,
+            p.disk_write.mean_ms,
+            p.counters.gc_relocations,
+            p.host_waf
+        );
+    }
+    for f in &r.findings {
+        let _ = writeln!(s, "  - {f}");
+    }
+    let _ = writeln!(s, "  paper: {}", r.paper);
+    s
+}

@@ -1,0 +1,493 @@
+//! `zns cache run`, `zns cache gen-workload` and `zns repro zncache`: thin
+//! wrappers over zns-cache (ZNCache over an emulated device, its workloads,
+//! the paper's experiments; docs/zncache.md).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand};
+use zns_cache::repro::{self, ReproOptions, Scale};
+use zns_cache::units::{parse_bytes, parse_duration_ns};
+use zns_cache::{
+    CacheConfig, CacheError, Distribution, Policy, Precondition, RemoteLatency, RunSpec, Workload,
+    WorkloadSpec, ZnsWrite,
+};
+use zns_device::StoreKind;
+
+use crate::bench::{show_progress, Eta};
+use crate::{parse_host_stack, CliError, ProfileArgs};
+
+pub const CACHE_HELP: &str = "\
+Examples:
+  zns cache run --device zn540 --zones 8 --chunk 64k --ratio 2 --requests 200000
+        ZNCache on the emulated ZN540 (8 zones of 1077 MiB), YCSB Zipf 1:2,
+        64 workers, S3-like remote latency for 64 KiB (40.6 ms)
+  zns cache run --device zn540-cns --nsid 1 --set namespace.0.capacity_lbas=2621440 \\
+                --zones 8 --chunk 64k --ratio 2 --requests 200000
+        the same on the block backend: the conventional namespace (grown to
+        10 GiB) split into 1077 MiB regions
+  zns cache run --device zn540 --zones 8 --policy clru --remote-latency 0 \\
+                --distribution uniform --ratio 10 --duration 60s --out runs/clru
+        CLRU with host GC, no remote latency, one virtual minute; CSV time
+        series, PNG plots, summary and JSON in runs/clru/
+  zns cache gen-workload --zones 8 --chunk 64k --ratio 10 --requests 1000000 w.bin
+        a ZNCache workload file (little-endian u32 ids), replayed with
+        zns cache run --workload w.bin
+  zns repro zncache --exp b,d --out figs/
+        the paper's experiments (scaled; docs/zncache.md)
+
+Exit codes: 0 ok; 1 a device command failed or the run failed; 2 wrong
+arguments or parameters (chunk larger than a zone, ratio <= 0, ...); 3 a bad
+profile or workload file (empty, not u32 ids); 4 a file could not be read or
+written.";
+
+#[derive(Subcommand)]
+pub enum CacheCommand {
+    /// Run ZNCache over an emulated device with a generated workload, a workload file or a trace.
+    #[command(after_help = CACHE_HELP)]
+    Run(Box<RunArgs>),
+    /// Write a ZNCache workload file (little-endian u32 chunk ids) for a cache size and ratio.
+    #[command(after_help = CACHE_HELP)]
+    GenWorkload(GenArgs),
+}
+
+#[derive(Subcommand)]
+pub enum ReproCommand {
+    /// ZNCache (zncache-2025): (a) 512 MiB chunks ZNS vs block, (b) 64 KiB chunks, (c) the GC experiment, (d) ZPLRU vs CLRU.
+    #[command(after_help = CACHE_HELP)]
+    Zncache(ReproArgs),
+}
+
+/// The device and the cache's shape (shared by run and gen-workload).
+#[derive(Args, Clone)]
+pub struct CacheShape {
+    /// Device profile (built-in name or TOML file). A zoned namespace gets the
+    /// ZNS backend, a conventional one the block backend.
+    #[arg(long, default_value = "zn540")]
+    device: String,
+    /// Namespace (default: the first zoned namespace, else the first).
+    #[arg(long)]
+    nsid: Option<u32>,
+    /// Override a profile value (repeatable), e.g. --set namespace.0.capacity_lbas=2621440.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
+    /// Chunk size (64k, 256m, 512m, ...).
+    #[arg(long, default_value = "64k")]
+    chunk: String,
+    /// Zones (block: regions) the cache uses, from the first (default: all).
+    #[arg(long)]
+    zones: Option<u32>,
+    /// Block backend region size (default 1077 MiB, the ZN540 zone capacity).
+    #[arg(long, value_name = "SIZE")]
+    region: Option<String>,
+}
+
+#[derive(Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    shape: CacheShape,
+    /// Eviction policy: zplru (zone LRU, no host GC) or clru (chunk LRU; host GC on ZNS).
+    #[arg(long, default_value = "zplru")]
+    policy: String,
+    /// Working set ÷ cache size for generated workloads (2 = 1:2, 10 = 1:10).
+    #[arg(long, default_value_t = 2.0)]
+    ratio: f64,
+    /// Generated workload: zipf (YCSB, θ = 0.99) or uniform.
+    #[arg(long, default_value = "zipf")]
+    distribution: String,
+    /// Requests of the generated workload.
+    #[arg(long, default_value_t = 100_000)]
+    requests: u64,
+    /// Seed of the generated workload.
+    #[arg(long, default_value_t = 1)]
+    workload_seed: u64,
+    /// Replay a ZNCache workload file (little-endian u32 ids) instead.
+    #[arg(long, conflicts_with = "trace")]
+    workload: Option<PathBuf>,
+    /// Replay a trace of real keys (text: first field per line; .bin: u32 ids).
+    #[arg(long)]
+    trace: Option<PathBuf>,
+    /// Passes over the workload.
+    #[arg(long, default_value_t = 1)]
+    iterations: u32,
+    /// Stop issuing requests after this much virtual time (e.g. 1h, 90s).
+    #[arg(long)]
+    duration: Option<String>,
+    /// Concurrent worker tasks.
+    #[arg(long, default_value_t = 64)]
+    workers: u32,
+    /// Remote fetch latency: measured (the paper's appendix A, by chunk size), 0, or a duration (40ms).
+    #[arg(long, default_value = "measured")]
+    remote_latency: String,
+    /// Free-zone watermarks: evict when free zones <= HIGH, until LOW are free.
+    #[arg(long, default_value_t = 2)]
+    high: u32,
+    #[arg(long, default_value_t = 4)]
+    low: u32,
+    /// CLRU free-chunk watermarks (default: (low + 1) zones of chunks, + half a zone).
+    #[arg(long)]
+    chunk_high: Option<u64>,
+    #[arg(long)]
+    chunk_low: Option<u64>,
+    /// Zones written at once by inserts (default: the device's active-zone limit).
+    #[arg(long)]
+    max_active: Option<u32>,
+    /// Background eviction poll interval.
+    #[arg(long, default_value = "100ms")]
+    eviction_interval: String,
+    /// Bytes per device command (default: the device's MDTS).
+    #[arg(long)]
+    io_size: Option<String>,
+    /// Commands of one chunk in flight.
+    #[arg(long, default_value_t = 8)]
+    io_depth: u32,
+    /// ZNS writes: wp (writes at the write pointer, ZNCache's way) or append (Zone Append).
+    #[arg(long, default_value = "wp")]
+    zns_write: String,
+    /// Host stack (default: io-uring-mq-deadline on ZNS, io-uring-none on block, as the paper).
+    #[arg(long)]
+    host_stack: Option<String>,
+    /// Fill the device first: none, sequential, random (block: 64 KiB random writes over the namespace).
+    #[arg(long, default_value = "none")]
+    precondition: String,
+    /// Block backend: deallocate (TRIM) evicted regions and chunk slots (ZNCache does not).
+    #[arg(long)]
+    discard: bool,
+    /// Keep bytes and check every hit against the bytes stored for its key (slow; memory).
+    #[arg(long)]
+    verify: bool,
+    /// Time-series interval (virtual).
+    #[arg(long, default_value = "1s")]
+    interval: String,
+    /// Runtime seed.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Write the time series (CSV), PNG plots, summary and JSON into DIR.
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Print the report as JSON (time series included).
+    #[arg(long)]
+    json: bool,
+    /// Progress bar on stderr: auto, always, never.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "always", "never"])]
+    eta: String,
+}
+
+#[derive(Args)]
+pub struct GenArgs {
+    /// Output file (little-endian u32 ids, ZNCache's format).
+    out: PathBuf,
+    #[command(flatten)]
+    shape: CacheShape,
+    /// Working set ÷ cache size (2 = 1:2, 10 = 1:10).
+    #[arg(long, default_value_t = 2.0)]
+    ratio: f64,
+    /// zipf (YCSB, θ = 0.99) or uniform.
+    #[arg(long, default_value = "zipf")]
+    distribution: String,
+    #[arg(long, default_value_t = 100_000)]
+    requests: u64,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Use exactly this many ids instead of (cache chunks × ratio).
+    #[arg(long)]
+    ids: Option<u64>,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+pub struct ReproArgs {
+    /// Experiments to run, comma-separated: a, b, c, d.
+    #[arg(long, default_value = "a,b,c,d")]
+    exp: String,
+    /// The block device profile the block runs use (the FTL SSD `sn540` when it exists).
+    #[arg(long, default_value = "zn540-cns")]
+    block_device: String,
+    /// Its namespace.
+    #[arg(long, default_value_t = 1)]
+    block_nsid: u32,
+    /// The block device runs device GC (labels only; zn540-cns does not).
+    #[arg(long)]
+    block_has_gc: bool,
+    /// The ZNS device profile.
+    #[arg(long, default_value = "zn540")]
+    zns_device: String,
+    /// Tiny runs that only show everything works.
+    #[arg(long)]
+    quick: bool,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    #[arg(long, default_value_t = 64)]
+    workers: u32,
+    /// Write per-run CSVs, PNG figures and the text report into DIR.
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    #[arg(long)]
+    json: bool,
+    /// Progress on stderr: auto, always, never.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "always", "never"])]
+    eta: String,
+}
+
+fn cache_err(e: CacheError) -> CliError {
+    match e {
+        CacheError::Param(m) => CliError::Usage(m),
+        CacheError::Workload(m) | CacheError::Device(m) => CliError::Input(m),
+        CacheError::File { .. } => CliError::Io(e.to_string()),
+        CacheError::Io { .. } => CliError::Failed(e.to_string()),
+        other => CliError::Failed(other.to_string()),
+    }
+}
+
+fn eta(s: &str) -> Eta {
+    match s {
+        "always" => Eta::Always,
+        "never" => Eta::Never,
+        _ => Eta::Auto,
+    }
+}
+
+fn bar(show: bool, template: &str) -> Option<indicatif::ProgressBar> {
+    show.then(|| {
+        let b = indicatif::ProgressBar::new(1);
+        b.set_style(
+            indicatif::ProgressStyle::with_template(template)
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+                .progress_chars("=> "),
+        );
+        b
+    })
+}
+
+impl CacheShape {
+    fn device_spec(&self) -> Result<zns_cache::DeviceSpec, CliError> {
+        let profile = ProfileArgs {
+            profile: self.device.clone(),
+            set: self.set.clone(),
+            zones: None,
+            zone_cap_lbas: None,
+            max_open: None,
+            max_active: None,
+        }
+        .load()?;
+        let mut d = zns_cache::DeviceSpec::new(profile);
+        d.nsid = self.nsid;
+        if let Some(r) = &self.region {
+            d.region_bytes = Some(parse_bytes(r).map_err(cache_err)?);
+        }
+        Ok(d)
+    }
+
+    fn config(&self) -> Result<CacheConfig, CliError> {
+        Ok(CacheConfig {
+            chunk_bytes: parse_bytes(&self.chunk).map_err(cache_err)?,
+            zones: self.zones,
+            ..CacheConfig::default()
+        })
+    }
+}
+
+pub fn cache(cmd: CacheCommand) -> Result<ExitCode, CliError> {
+    match cmd {
+        CacheCommand::Run(a) => run(*a),
+        CacheCommand::GenWorkload(a) => gen(a),
+    }
+}
+
+fn run(a: RunArgs) -> Result<ExitCode, CliError> {
+    let mut dev = a.shape.device_spec()?;
+    let mut cfg = a.shape.config()?;
+    cfg.policy = Policy::parse(&a.policy).map_err(cache_err)?;
+    cfg.zone_high = a.high;
+    cfg.zone_low = a.low;
+    cfg.chunk_high = a.chunk_high;
+    cfg.chunk_low = a.chunk_low;
+    cfg.max_active_zones = a.max_active;
+    cfg.eviction_interval_ns = parse_duration_ns(&a.eviction_interval).map_err(cache_err)?;
+    cfg.io_bytes = a
+        .io_size
+        .as_deref()
+        .map(parse_bytes)
+        .transpose()
+        .map_err(cache_err)?;
+    cfg.io_depth = a.io_depth;
+    cfg.verify = a.verify;
+    dev.zns_write = match a.zns_write.as_str() {
+        "wp" | "write" => ZnsWrite::WritePointer,
+        "append" => ZnsWrite::Append,
+        o => {
+            return Err(CliError::Usage(format!(
+                "--zns-write {o}: expected wp or append"
+            )))
+        }
+    };
+    dev.host_stack = a.host_stack.as_deref().map(parse_host_stack).transpose()?;
+    dev.precondition = Precondition::parse(&a.precondition).map_err(cache_err)?;
+    dev.discard = a.discard;
+    if a.verify {
+        dev.store = StoreKind::Memory;
+    }
+    let workload = match (&a.workload, &a.trace) {
+        (Some(p), _) => WorkloadSpec::Ids(Workload::load(p).map_err(cache_err)?),
+        (None, Some(p)) => WorkloadSpec::Ids(Workload::load_trace(p).map_err(cache_err)?),
+        (None, None) => WorkloadSpec::Generated {
+            distribution: Distribution::parse(&a.distribution).map_err(cache_err)?,
+            ratio: a.ratio,
+            requests: a.requests,
+            seed: a.workload_seed,
+        },
+    };
+    let mut spec = RunSpec::new(dev, cfg, workload);
+    spec.workers = a.workers;
+    spec.remote = RemoteLatency::parse(&a.remote_latency).map_err(cache_err)?;
+    spec.iterations = a.iterations;
+    spec.duration_ns = a
+        .duration
+        .as_deref()
+        .map(parse_duration_ns)
+        .transpose()
+        .map_err(cache_err)?;
+    spec.interval_ns = parse_duration_ns(&a.interval).map_err(cache_err)?;
+    spec.seed = a.seed;
+    let pb = bar(
+        show_progress(eta(&a.eta)),
+        "zncache [{bar:30}] {pos}/{len} gets {msg} ({elapsed})",
+    );
+    let result = zns_cache::run_cache(&spec, &mut |p| {
+        if let Some(b) = &pb {
+            b.set_length(p.total);
+            b.set_position(p.done);
+            b.set_message(format!(
+                "t={:.0}s hit={:.3}",
+                p.virtual_ns as f64 / 1e9,
+                p.hit_ratio
+            ));
+        }
+    });
+    if let Some(b) = &pb {
+        b.finish_and_clear();
+    }
+    let report = result.map_err(cache_err)?;
+    if let Some(dir) = &a.out {
+        zns_cache::report::write_run_outputs(&report, dir, "zncache").map_err(cache_err)?;
+    }
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).map_err(|e| CliError::Io(e.to_string()))?
+        );
+    } else {
+        print!("{}", zns_cache::report::summary_text(&report));
+        if let Some(dir) = &a.out {
+            println!(
+                "  files      {}/zncache.{{csv,json}}, zncache-summary.txt, zncache-*.png",
+                dir.display()
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn gen(a: GenArgs) -> Result<ExitCode, CliError> {
+    let dist = Distribution::parse(&a.distribution).map_err(cache_err)?;
+    let ids = match a.ids {
+        Some(n) => n,
+        None => {
+            if !(a.ratio.is_finite() && a.ratio > 0.0) {
+                return Err(CliError::Usage(format!(
+                    "--ratio {}: the working set ÷ cache size must be > 0 (2 for 1:2, 10 for 1:10)",
+                    a.ratio
+                )));
+            }
+            let dev = a.shape.device_spec()?;
+            let cfg = a.shape.config()?;
+            let rt = zns_sim::Runtime::new(0);
+            let open = zns_cache::run::open_device(&rt.handle(), &dev).map_err(cache_err)?;
+            let geo = zns_cache::Geometry::derive(&cfg, &open.dev.layout(), open.dev.kind())
+                .map_err(cache_err)?;
+            ((geo.total_chunks as f64) * a.ratio).ceil() as u64
+        }
+    };
+    let w = Workload::generate(dist, ids, a.requests, a.seed).map_err(cache_err)?;
+    w.save(&a.out).map_err(cache_err)?;
+    if a.json {
+        println!(
+            "{}",
+            serde_json::json!({"file": a.out, "requests": w.ids.len(), "ids": ids, "distribution": dist.name(), "seed": a.seed, "distinct_ids": w.distinct_ids()})
+        );
+    } else {
+        println!(
+            "wrote {}: {} requests over {ids} ids ({}, seed {}), {} distinct",
+            a.out.display(),
+            w.ids.len(),
+            dist.name(),
+            a.seed,
+            w.distinct_ids()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn repro_cmd(cmd: ReproCommand) -> Result<ExitCode, CliError> {
+    let ReproCommand::Zncache(a) = cmd;
+    let load =
+        |name: &str| zns_device::Profile::load(name).map_err(|e| CliError::Input(e.to_string()));
+    let mut opts = ReproOptions::new().map_err(cache_err)?;
+    opts.zns_profile = load(&a.zns_device)?;
+    opts.block_profile = load(&a.block_device)?;
+    opts.block_nsid = a.block_nsid;
+    opts.block_label = repro::block_label(&a.block_device, a.block_nsid, a.block_has_gc);
+    opts.scale = if a.quick {
+        Scale::Quick
+    } else {
+        Scale::Default
+    };
+    opts.seed = a.seed;
+    opts.workers = a.workers;
+    opts.out_dir = a.out.clone();
+    opts.experiments = a
+        .exp
+        .split(',')
+        .map(|s| s.trim())
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            let mut c = s.chars();
+            match (c.next(), c.next()) {
+                (Some(x @ 'a'..='d'), None) => Ok(x),
+                _ => Err(CliError::Usage(format!("--exp {s}: expected a, b, c or d"))),
+            }
+        })
+        .collect::<Result<_, _>>()?;
+    let pb = bar(
+        show_progress(eta(&a.eta)),
+        "zncache repro {spinner} {msg} ({elapsed})",
+    );
+    let result = repro::run_repro(&opts, &mut |label, p| {
+        if let Some(b) = &pb {
+            b.set_message(format!(
+                "{label}: {}/{} gets, t={:.0}s",
+                p.done,
+                p.total,
+                p.virtual_ns as f64 / 1e9
+            ));
+            b.tick();
+        }
+    });
+    if let Some(b) = &pb {
+        b.finish_and_clear();
+    }
+    let results = result.map_err(cache_err)?;
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&results).map_err(|e| CliError::Io(e.to_string()))?
+        );
+    } else {
+        for r in &results {
+            print!("{}", repro::experiment_text(r));
+            println!();
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,181 @@
+//! `zns cache run`, `zns cache gen-workload` and `zns repro zncache` end to
+//! end on small devices: outputs, files, JSON, and the exit codes of bad
+//! parameters and bad workload files.
+
+use std::process::{Command, Output};
+
+fn zns(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_zns"))
+        .args(args)
+        .output()
+        .expect("run zns")
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().expect("exited normally")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+const TINY: [&str; 10] = [
+    "--device",
+    "tiny",
+    "--zones",
+    "16",
+    "--requests",
+    "600",
+    "--workers",
+    "8",
+    "--remote-latency",
+    "1ms",
+];
+
+#[test]
+fn run_prints_a_summary_and_writes_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let mut args = vec![
+        "cache",
+        "run",
+        "--policy",
+        "clru",
+        "--ratio",
+        "4",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    args.extend(TINY);
+    let o = zns(&args);
+    assert_eq!(code(&o), 0, "{}", text(&o.stderr));
+    let s = text(&o.stdout);
+    assert!(
+        s.contains("policy clru") && s.contains("hit ratio") && s.contains("p99.9"),
+        "{s}"
+    );
+    assert!(s.contains("chunks relocated"), "{s}");
+    for f in [
+        "zncache.csv",
+        "zncache.json",
+        "zncache-summary.txt",
+        "zncache-hit-ratio.png",
+        "zncache-free-zones.png",
+    ] {
+        assert!(out.join(f).exists(), "{f} missing");
+    }
+    let csv = std::fs::read_to_string(out.join("zncache.csv")).unwrap();
+    assert!(csv.starts_with("t_s,hit_ratio,"));
+}
+
+#[test]
+fn json_and_the_block_backend() {
+    let mut args = vec![
+        "cache", "run", "--json", "--nsid", "1", "--region", "768k", "--policy", "zplru",
+    ];
+    let mut tiny = TINY.to_vec();
+    tiny[1] = "zn540-cns";
+    args.extend(tiny);
+    let o = zns(&args);
+    assert_eq!(code(&o), 0, "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["backend"], "block");
+    assert_eq!(v["counters"]["gets"], 600);
+    assert!(v["samples"].as_array().is_some());
+}
+
+#[test]
+fn generated_workload_files_replay() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = dir.path().join("w.bin");
+    let w = w.to_str().unwrap();
+    let o = zns(&[
+        "cache",
+        "gen-workload",
+        w,
+        "--device",
+        "tiny",
+        "--zones",
+        "16",
+        "--ratio",
+        "10",
+        "--requests",
+        "500",
+        "--distribution",
+        "uniform",
+    ]);
+    assert_eq!(code(&o), 0, "{}", text(&o.stderr));
+    assert_eq!(std::fs::metadata(w).unwrap().len(), 2000);
+    let mut args = vec!["cache", "run", "--workload", w, "--json"];
+    args.extend(TINY);
+    let o = zns(&args);
+    assert_eq!(code(&o), 0, "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["counters"]["gets"], 500);
+    // a text trace of real keys
+    let t = dir.path().join("t.csv");
+    std::fs::write(&t, "alpha,1\nbeta,2\nalpha,3\n").unwrap();
+    let mut args = vec!["cache", "run", "--trace", t.to_str().unwrap(), "--json"];
+    args.extend(TINY);
+    let o = zns(&args);
+    assert_eq!(code(&o), 0, "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["counters"]["hits"], 1);
+}
+
+#[test]
+fn bad_parameters_and_files_exit_with_the_documented_codes() {
+    let mut args = vec!["cache", "run", "--chunk", "1m"];
+    args.extend(TINY);
+    let o = zns(&args);
+    assert_eq!(code(&o), 2, "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("larger than a zone"),
+        "{}",
+        text(&o.stderr)
+    );
+    let mut args = vec!["cache", "run", "--ratio", "0"];
+    args.extend(TINY);
+    let o = zns(&args);
+    assert_eq!(code(&o), 2);
+    assert!(text(&o.stderr).contains("ratio"));
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.bin");
+    std::fs::write(&empty, b"").unwrap();
+    let mut args = vec!["cache", "run", "--workload", empty.to_str().unwrap()];
+    args.extend(TINY);
+    let o = zns(&args);
+    assert_eq!(code(&o), 3, "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("empty"));
+    let mut args = vec!["cache", "run", "--workload", "/nonexistent/w.bin"];
+    args.extend(TINY);
+    assert_eq!(code(&zns(&args)), 4);
+    let o = zns(&["cache", "run", "--device", "no-such-profile"]);
+    assert_eq!(code(&o), 3);
+    let o = zns(&["repro", "zncache", "--exp", "x"]);
+    assert_eq!(code(&o), 2);
+    let o = zns(&["cache", "run", "--help"]);
+    assert!(text(&o.stdout).contains("Examples:"));
+}
+
+#[test]
+fn repro_runs_quick() {
+    let o = zns(&[
+        "repro",
+        "zncache",
+        "--quick",
+        "--exp",
+        "d",
+        "--zns-device",
+        "tiny",
+        "--workers",
+        "8",
+    ]);
+    assert_eq!(code(&o), 0, "{}", text(&o.stderr));
+    let s = text(&o.stdout);
+    assert!(
+        s.contains("ZPLRU vs CLRU") && s.contains("sn540 pending"),
+        "{s}"
+    );
+    assert!(s.contains("relocated"), "{s}");
+}

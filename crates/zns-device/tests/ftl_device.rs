@@ -1,0 +1,182 @@
+//! The FTL namespace as a device: property tests (no panic, page-map
+//! consistency, reads return what was written / zeros after TRIM), GC
+//! slowing host writes, and the stats API.
+
+use std::collections::HashMap;
+
+use proptest::prelude::*;
+use zns_core::{BlockDevice, IoFlags};
+use zns_device::{Controller, ControllerOptions, EmulatedConventionalNs, Profile, StoreKind};
+use zns_sim::timing::HostStack;
+use zns_sim::Runtime;
+
+fn tiny_ftl(rt: &Runtime, store: StoreKind) -> EmulatedConventionalNs {
+    let ctrl = Controller::new(
+        &rt.handle(),
+        Profile::builtin("tiny-ftl").unwrap(),
+        ControllerOptions {
+            store,
+            host_stack: HostStack::Spdk,
+        },
+    )
+    .unwrap();
+    ctrl.conventional(1).unwrap()
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Write { lba: u64, nlb: u64, tag: u8 },
+    Trim { lba: u64, nlb: u64 },
+    Read { lba: u64, nlb: u64 },
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    // Biased to a hot range so that GC runs often on the 16 MiB device.
+    let lba = prop_oneof![0u64..4096, 0u64..256];
+    prop_oneof![
+        6 => (lba.clone(), 1u64..=32, any::<u8>()).prop_map(|(lba, nlb, tag)| Op::Write { lba, nlb, tag }),
+        1 => (lba.clone(), 1u64..=600).prop_map(|(lba, nlb)| Op::Trim { lba, nlb }),
+        2 => (lba, 1u64..=32).prop_map(|(lba, nlb)| Op::Read { lba, nlb }),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, .. ProptestConfig::default() })]
+
+    /// Any mix of writes, trims and reads (in range or not): no panic, the
+    /// page map stays consistent, reads return the last data written (zeros
+    /// after a trim or before any write), out-of-range commands are rejected.
+    #[test]
+    fn ftl_namespace_keeps_a_consistent_map(fill in any::<bool>(), ops in prop::collection::vec(op(), 1..400)) {
+        let mut rt = Runtime::new(3);
+        let dev = tiny_ftl(&rt, StoreKind::Memory);
+        let cap = dev.capacity_lbas();
+        rt.block_on(async {
+            let mut model: HashMap<u64, u8> = HashMap::new();
+            if fill {
+                let buf = vec![0xAAu8; 32 * 4096];
+                for lba in (0..cap).step_by(32) {
+                    dev.write(lba, &buf, IoFlags::NONE).await.unwrap();
+                    for l in lba..lba + 32 { model.insert(l, 0xAA); }
+                }
+            }
+            // Overwrite twice over so the GC runs in every case.
+            let buf = vec![0x55u8; 32 * 4096];
+            for pass in 0..2u64 {
+                for i in 0..cap / 32 {
+                    let lba = (i * 37 + pass * 11) % (cap / 32) * 32;
+                    dev.write(lba, &buf, IoFlags::NONE).await.unwrap();
+                    for l in lba..lba + 32 { model.insert(l, 0x55); }
+                }
+            }
+            for op in &ops {
+                match *op {
+                    Op::Write { lba, nlb, tag } => {
+                        let data = vec![tag; (nlb * 4096) as usize];
+                        let r = dev.write(lba, &data, IoFlags::NONE).await;
+                        if lba + nlb <= cap {
+                            r.unwrap();
+                            for l in lba..lba + nlb { model.insert(l, tag); }
+                        } else {
+                            assert!(r.is_err());
+                        }
+                    }
+                    Op::Trim { lba, nlb } => {
+                        let r = dev.discard(lba, nlb).await;
+                        if lba + nlb <= cap {
+                            r.unwrap();
+                            for l in lba..lba + nlb { model.remove(&l); }
+                        } else {
+                            assert!(r.is_err());
+                        }
+                    }
+                    Op::Read { lba, nlb } => {
+                        let mut buf = vec![0u8; (nlb * 4096) as usize];
+                        let r = dev.read(lba, &mut buf).await;
+                        if lba + nlb <= cap {
+                            r.unwrap();
+                            for l in lba..lba + nlb {
+                                let want = model.get(&l).copied().unwrap_or(0);
+                                let off = ((l - lba) * 4096) as usize;
+                                assert!(buf[off..off + 4096].iter().all(|&b| b == want), "lba {l}");
+                            }
+                        } else {
+                            assert!(r.is_err());
+                        }
+                    }
+                }
+            }
+            dev.controller().ftl_check(1).unwrap();
+            let s = dev.ftl_stats().unwrap();
+            // Every LBA the model holds is mapped, nothing else.
+            assert_eq!(s.mapped_units, model.len() as u64);
+            assert!(s.flash_bytes_written >= s.host_bytes_written);
+            assert!(s.erases > 0);
+        });
+    }
+}
+
+#[test]
+fn gc_slows_host_writes_and_counts_device_waf() {
+    let mut rt = Runtime::new(1);
+    let dev = tiny_ftl(&rt, StoreKind::None);
+    let h = rt.handle();
+    let cap = dev.capacity_lbas();
+    let (fresh_us, steady_us, s) = rt.block_on(async {
+        let buf = vec![0u8; 4096];
+        // Time of random 4 KiB writes on the empty device (no GC) ...
+        let t0 = h.now_ns();
+        let mut x = 12345u64;
+        let mut next = || {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 33) % cap
+        };
+        for _ in 0..1000 {
+            dev.write(next(), &buf, IoFlags::NONE).await.unwrap();
+        }
+        let fresh = (h.now_ns() - t0) as f64 / 1000.0 / 1000.0;
+        // ... then fill and overwrite until GC runs in steady state.
+        let big = vec![0u8; 32 * 4096];
+        for lba in (0..cap).step_by(32) {
+            dev.write(lba, &big, IoFlags::NONE).await.unwrap();
+        }
+        for _ in 0..4 * cap {
+            dev.write(next(), &buf, IoFlags::NONE).await.unwrap();
+        }
+        let before = dev.ftl_stats().unwrap();
+        let t0 = h.now_ns();
+        for _ in 0..2000 {
+            dev.write(next(), &buf, IoFlags::NONE).await.unwrap();
+        }
+        let steady = (h.now_ns() - t0) as f64 / 2000.0 / 1000.0;
+        let after = dev.ftl_stats().unwrap();
+        (fresh, steady, (before, after))
+    });
+    let (before, after) = s;
+    let waf = (after.flash_bytes_written - before.flash_bytes_written) as f64
+        / (after.host_bytes_written - before.host_bytes_written) as f64;
+    println!("QD1 4 KiB write: {fresh_us:.1} us fresh, {steady_us:.1} us in GC steady state; WAF {waf:.2}");
+    assert!(waf > 1.5, "WAF {waf}");
+    assert!(after.gc_relocated_bytes > before.gc_relocated_bytes);
+    assert!(after.erases > before.erases && after.max_block_erases > 0);
+    assert!(
+        steady_us > fresh_us * 1.5,
+        "GC should slow writes: {fresh_us} -> {steady_us}"
+    );
+    let wear = dev.controller().ftl_block_erase_counts(1).unwrap();
+    assert_eq!(
+        wear.iter().map(|&e| u64::from(e)).sum::<u64>(),
+        after.erases
+    );
+    // Not an FTL namespace: no stats.
+    let rt2 = Runtime::new(1);
+    let z = Controller::new(
+        &rt2.handle(),
+        Profile::builtin("zn540-cns").unwrap(),
+        ControllerOptions::default(),
+    )
+    .unwrap();
+    assert!(z.ftl_stats(1).is_none() && z.ftl_stats(2).is_none());
+}
