@@ -10,6 +10,7 @@ mod bench;
 mod cache;
 mod fidelity;
 mod output;
+mod raid;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -75,6 +76,9 @@ enum Command {
     /// Reproduce a paper's experiments (zncache).
     #[command(subcommand)]
     Repro(cache::ReproCommand),
+    /// ZRAID, RAID-5 over emulated ZNS devices with partial parity in the ZRWA: crash tests.
+    #[command(subcommand)]
+    Raid(raid::RaidCommand),
 }
 
 /// Which profile, with overrides.
@@ -392,6 +396,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Fidelity(args) => fidelity::fidelity(args),
         Command::Cache(cmd) => cache::cache(cmd),
         Command::Repro(cmd) => cache::repro_cmd(cmd),
+        Command::Raid(cmd) => raid::raid(cmd),
     }
 }
 

@@ -1,0 +1,225 @@
+//! `zns raid`: ZRAID arrays of emulated ZNS devices (zns-raid). For now the
+//! crash test of the ZRAID paper's Table 1 (`zns raid crashtest`); the logic
+//! lives in `zns_raid::crashtest`.
+
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand};
+use zns_device::Profile;
+use zns_raid::crashtest::{self, CrashConfig, TrialOutcome};
+use zns_raid::Policy;
+
+use crate::bench::{show_progress, Eta};
+use crate::CliError;
+
+#[derive(Subcommand)]
+pub enum RaidCommand {
+    /// Power-loss crash test (ZRAID Table 1): sequential FUA writes of 4 KiB–512 KiB with a
+    /// 7-byte pattern, power cut at a random instant, optional member failure, recovery; checks
+    /// that the recovered write pointers cover every acknowledged write and the pattern below
+    /// them. Prints failure rate and mean loss per policy, and the seed of every failing trial
+    /// (`--seed S` replays it). Exit 1 if the wplog policy lost anything.
+    Crashtest(CrashtestArgs),
+}
+
+#[derive(Args)]
+pub struct CrashtestArgs {
+    /// Consistency policy: stripe, chunk, wplog; repeat or comma-separate (default: all three).
+    #[arg(long, value_delimiter = ',')]
+    policy: Vec<String>,
+    /// Trials per policy (default 100, or 1 with --seed).
+    #[arg(long)]
+    trials: Option<u64>,
+    /// Seed of the first trial (trial i uses seed + i). A failing trial's seed replays it.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Fail one member (chosen by the seed) after power returns, recover degraded, rebuild onto a spare.
+    #[arg(long)]
+    fail_device: bool,
+    /// Members of the array.
+    #[arg(long, default_value_t = 5)]
+    members: usize,
+    /// Chunk size in KiB.
+    #[arg(long, default_value_t = 64)]
+    chunk_kib: u64,
+    /// Logical zones the workload fills one after the other.
+    #[arg(long, default_value_t = 3)]
+    zones: u32,
+    /// Writes in flight.
+    #[arg(long, default_value_t = 1)]
+    qd: usize,
+    /// Latest power-cut instant, in virtual milliseconds (the cut is uniform in [0.1 ms, this]).
+    #[arg(long, default_value_t = 15.0)]
+    max_cut_ms: f64,
+    /// Member profile (default: the ZN540 with 8 zones of 4 MiB capacity).
+    #[arg(long)]
+    profile: Option<String>,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Progress bar on stderr: auto (only on a terminal), always, never.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "always", "never"])]
+    eta: String,
+}
+
+pub fn raid(cmd: RaidCommand) -> Result<ExitCode, CliError> {
+    match cmd {
+        RaidCommand::Crashtest(args) => crashtest_cmd(args),
+    }
+}
+
+fn crashtest_cmd(args: CrashtestArgs) -> Result<ExitCode, CliError> {
+    let policies: Vec<Policy> = if args.policy.is_empty() {
+        vec![Policy::Stripe, Policy::Chunk, Policy::WpLog]
+    } else {
+        args.policy
+            .iter()
+            .map(|p| p.trim().parse::<Policy>())
+            .collect::<Result<_, _>>()
+            .map_err(|e| CliError::Usage(format!("--policy: {e}")))?
+    };
+    let trials = args
+        .trials
+        .unwrap_or(if args.seed.is_some() { 1 } else { 100 });
+    let seed = args.seed.unwrap_or(1);
+    if args.members < 3 {
+        return Err(CliError::Usage(format!(
+            "--members {}: RAID-5 needs at least 3",
+            args.members
+        )));
+    }
+    if !(args.max_cut_ms.is_finite() && args.max_cut_ms > 0.1) {
+        return Err(CliError::Usage(format!(
+            "--max-cut-ms {}: must be more than 0.1",
+            args.max_cut_ms
+        )));
+    }
+    let profile = match &args.profile {
+        Some(p) => Profile::load(p).map_err(|e| CliError::Input(e.to_string()))?,
+        None => crashtest::crash_profile(),
+    };
+    let eta = match args.eta.as_str() {
+        "always" => Eta::Always,
+        "never" => Eta::Never,
+        _ => Eta::Auto,
+    };
+    let mut rows = Vec::new();
+    let mut wplog_failed = false;
+    for policy in policies {
+        let mut cfg = CrashConfig::new(policy);
+        cfg.fail_device = args.fail_device;
+        cfg.members = args.members;
+        cfg.chunk_bytes = args.chunk_kib * 1024;
+        cfg.zones = args.zones;
+        cfg.queue_depth = args.qd.max(1);
+        cfg.max_cut_ns = (args.max_cut_ms * 1e6) as u64;
+        cfg.profile = profile.clone();
+        let bar = show_progress(eta).then(|| {
+            let bar = indicatif::ProgressBar::new(trials);
+            bar.set_style(
+                indicatif::ProgressStyle::with_template(&format!(
+                    "crashtest {} [{{bar:30}}] {{pos}}/{{len}} {{msg}} ({{elapsed}})",
+                    policy.name()
+                ))
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+                .progress_chars("=> "),
+            );
+            bar
+        });
+        let mut failures = 0u64;
+        let summary = crashtest::run(&cfg, trials, seed, &mut |o: &TrialOutcome| {
+            if !o.passed() {
+                failures += 1;
+            }
+            if let Some(bar) = &bar {
+                bar.inc(1);
+                bar.set_message(format!("{failures} failed"));
+            }
+        });
+        if let Some(bar) = &bar {
+            bar.finish_and_clear();
+        }
+        if policy == Policy::WpLog && summary.failures > 0 {
+            wplog_failed = true;
+        }
+        rows.push((policy, summary));
+    }
+    if args.json {
+        let v: Vec<serde_json::Value> = rows
+            .iter()
+            .map(|(p, s)| {
+                serde_json::json!({
+                    "policy": p.name(),
+                    "trials": s.trials,
+                    "failures": s.failures,
+                    "failure_rate": s.failure_rate(),
+                    "mean_loss_bytes": s.mean_loss_bytes(),
+                    "failing": s.failing.iter().map(|o| serde_json::json!({
+                        "seed": o.seed,
+                        "failed_member": o.failed_member,
+                        "lost_bytes": o.lost_bytes,
+                        "why": o.failure,
+                    })).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "members": args.members,
+                "chunk_kib": args.chunk_kib,
+                "fail_device": args.fail_device,
+                "policies": v,
+            }))
+            .map_err(|e| CliError::Io(e.to_string()))?
+        );
+    } else {
+        println!(
+            "crash test: {} members, {} KiB chunks, {} trials per policy from seed {seed}{}",
+            args.members,
+            args.chunk_kib,
+            trials,
+            if args.fail_device {
+                ", one member failed after power loss (then rebuilt)"
+            } else {
+                ""
+            }
+        );
+        println!(
+            "{:<8} {:>7} {:>9} {:>13} {:>16}",
+            "policy", "trials", "failures", "failure rate", "mean loss (KiB)"
+        );
+        for (p, s) in &rows {
+            println!(
+                "{:<8} {:>7} {:>9} {:>12.1}% {:>16.1}",
+                p.name(),
+                s.trials,
+                s.failures,
+                100.0 * s.failure_rate(),
+                s.mean_loss_bytes() / 1024.0
+            );
+        }
+        for (p, s) in &rows {
+            for o in &s.failing {
+                println!(
+                    "FAIL {} seed {}: {} (replay: zns raid crashtest --policy {} --seed {}{})",
+                    p.name(),
+                    o.seed,
+                    o.failure.as_deref().unwrap_or(""),
+                    p.name(),
+                    o.seed,
+                    if args.fail_device {
+                        " --fail-device"
+                    } else {
+                        ""
+                    }
+                );
+            }
+        }
+    }
+    Ok(if wplog_failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}

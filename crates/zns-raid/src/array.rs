@@ -1,0 +1,1374 @@
+//! `RaidArray`: the ZRAID write path, reads, zone management and the ZRWA
+//! manager. Recovery, creation and rebuild are in `recovery.rs`.
+//!
+//! Write path. A logical write is accepted by a `ZoneSet` for the logical
+//! namespace (so the logical device has exact ZNS semantics) and split into
+//! per-stripe pieces. The data goes into the zone's stripe buffer (one buffer,
+//! for the stripe at the submission write pointer: no ring, no aliasing);
+//! a piece that completes its stripe carries the full parity (FP); the last
+//! piece of a write that ends inside a stripe carries its partial parity (PP):
+//! XOR of the stripe's data chunks so far, written by Rule 1 into the PP slot
+//! H rows ahead on the member of the next chunk — up to two PPs when a write
+//! spans chunks and ends chunk-unaligned. A write that ends inside the last
+//! data chunk of a stripe writes its PP in place, at the parity chunk (the
+//! FP later completes it): ZRAID writes no PP there, which leaves that data
+//! unprotected. Near the zone end the PP slot row would fall past the zone, and
+//! the PP is appended to the metadata zone of the stripe's parity member.
+//!
+//! Every member sub-I/O waits (gating) until (1) its end is inside the member's
+//! ZRWA window, so no implicit flush ever happens, and (2) for data and parity
+//! at row r, every stripe up to r − H has been completed and its write
+//! pointers advanced, so the PP slot being overwritten is dead. A piece
+//! completes when all its sub-I/Os have; a per-zone completion bitmap turns
+//! piece completions into the completed prefix D. The ZRWA manager (one task
+//! per zone, run on demand) advances member write pointers to the targets
+//! `Layout::targets(D)`: the Rule-2 pair first, then the stripe sweep.
+
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::rc::Rc;
+
+use zns_core::{
+    CmdFuture, IoFlags, NvmeError, NvmeStatus, ReportFilter, ZoneAction, ZoneDescriptor,
+    ZoneSendCmd, ZoneSet, ZoneState, ZonedConfig, ZonedDevice,
+};
+use zns_sim::sync::Notify;
+use zns_sim::{Handle, JoinHandle};
+
+use crate::layout::Layout;
+use crate::md::{Record, RecordKind, WpEntry};
+use crate::{Policy, RaidOptions};
+
+/// Counters of what the array wrote to its members, in blocks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct RaidStats {
+    /// Logical blocks written by the host.
+    pub host_blocks: u64,
+    pub data_blocks: u64,
+    /// Full parity (and in-place partial parity of a stripe's last chunk).
+    pub parity_blocks: u64,
+    /// Partial parity written into the ZRWA (later overwritten: not permanent).
+    pub pp_zrwa_blocks: u64,
+    /// Partial parity logged in metadata zones near zone ends (permanent).
+    pub pp_md_blocks: u64,
+    /// WP-log entries written (each copy counts).
+    pub wplog_blocks: u64,
+    /// Every block appended to metadata zones (headers included).
+    pub md_blocks: u64,
+    pub zrwa_flushes: u64,
+    pub member_flushes: u64,
+    pub degraded_reads: u64,
+}
+
+/// Which gate a member sub-I/O waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Gate {
+    /// Data or parity at a stripe row.
+    Row(u64),
+    /// A PP or WP-log slot: only the ZRWA window; skipped if already committed.
+    Slot,
+}
+
+pub(crate) enum SubIo {
+    Write {
+        dev: u32,
+        off: u64,
+        data: Vec<u8>,
+        gate: Gate,
+    },
+    Md {
+        dev: u32,
+        rec: Record,
+    },
+}
+
+struct Piece {
+    start: u64,
+    end: u64,
+    ios: Vec<SubIo>,
+}
+
+/// Per logical zone runtime state.
+pub(crate) struct ZoneRt {
+    pub gen: u64,
+    /// The member zones hold their ZRWA (opened for this generation).
+    pub ready: bool,
+    pub opening: bool,
+    /// A reset or finish is being applied to the members.
+    pub busy: bool,
+    pub submit_end: u64,
+    /// Stripe buffer: data of stripe `buf_stripe` (empty = none).
+    pub buf_stripe: u64,
+    pub buf: Vec<u8>,
+    /// In-chunk blocks of the last data chunk's parity written in place.
+    pub par_prefix: u64,
+    /// Completion bitmap: bit i = block `done_base + i` completed.
+    pub done_base: u64,
+    pub done: VecDeque<u64>,
+    /// Completed prefix D (logical LBAs from the zone start).
+    pub frontier: u64,
+    /// D whose member write-pointer targets are applied.
+    pub applied: u64,
+    pub member_wp: Vec<u64>,
+    pub manager: bool,
+    pub inflight: u32,
+    pub old_inflight: u32,
+    pub wplog_idx: u64,
+    pub logged_end: u64,
+    pub first_chunk_logged: bool,
+}
+
+impl ZoneRt {
+    pub fn new(n: usize) -> ZoneRt {
+        ZoneRt {
+            gen: 0,
+            ready: false,
+            opening: false,
+            busy: false,
+            submit_end: 0,
+            buf_stripe: 0,
+            buf: Vec::new(),
+            par_prefix: 0,
+            done_base: 0,
+            done: VecDeque::new(),
+            frontier: 0,
+            applied: 0,
+            member_wp: vec![0; n],
+            manager: false,
+            inflight: 0,
+            old_inflight: 0,
+            wplog_idx: 0,
+            logged_end: 0,
+            first_chunk_logged: false,
+        }
+    }
+
+    /// Forget the zone's contents (reset), starting generation `gen`.
+    fn restart(&mut self, gen: u64) {
+        let n = self.member_wp.len();
+        let old = self.inflight + self.old_inflight;
+        *self = ZoneRt::new(n);
+        self.gen = gen;
+        self.old_inflight = old;
+    }
+
+    /// Sets `d` as the completed, submitted and applied prefix (recovery).
+    pub fn set_progress(&mut self, d: u64) {
+        self.submit_end = d;
+        self.frontier = d;
+        self.applied = d;
+        self.done_base = d;
+        self.done.clear();
+        self.logged_end = d;
+        self.first_chunk_logged = true;
+    }
+
+    fn mark(&mut self, a: u64, b: u64) {
+        let a = a.max(self.done_base);
+        for blk in a..b {
+            let i = (blk - self.done_base) as usize;
+            while self.done.len() <= i / 64 {
+                self.done.push_back(0);
+            }
+            self.done[i / 64] |= 1 << (i % 64);
+        }
+        // advance the frontier over set bits
+        loop {
+            let i = (self.frontier - self.done_base) as usize;
+            match self.done.get(i / 64) {
+                Some(w) if w & (1 << (i % 64)) != 0 => self.frontier += 1,
+                _ => break,
+            }
+        }
+        while self.frontier - self.done_base >= 64 {
+            self.done.pop_front();
+            self.done_base += 64;
+        }
+    }
+}
+
+/// Metadata-zone state of one member.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct MdMember {
+    /// Which of the two metadata zones is current (0 or 1).
+    pub cur: u32,
+    pub epoch: u64,
+    pub switching: bool,
+}
+
+pub(crate) struct State {
+    pub zones: ZoneSet,
+    pub z: Vec<ZoneRt>,
+    pub seq: u64,
+    pub poisoned: Option<NvmeError>,
+    pub stats: RaidStats,
+    pub md: Vec<MdMember>,
+}
+
+pub(crate) struct Inner {
+    pub handle: Handle,
+    pub members: RefCell<Vec<Rc<dyn ZonedDevice>>>,
+    pub failed: RefCell<Vec<bool>>,
+    pub layout: Layout,
+    pub opts: RaidOptions,
+    pub cfg: ZonedConfig,
+    pub member_cfg: ZonedConfig,
+    pub array_id: Cell<u64>,
+    pub st: RefCell<State>,
+    pub wake: Notify,
+}
+
+/// A RAID-5 array of zoned devices (ZRAID), itself a `ZonedDevice`.
+#[derive(Clone)]
+pub struct RaidArray {
+    pub(crate) inner: Rc<Inner>,
+}
+
+fn is_member_gone(e: &NvmeError) -> bool {
+    e.status == NvmeStatus::HostPathingError
+}
+
+fn aborted() -> NvmeError {
+    NvmeError::injected(NvmeStatus::AbortedPowerLoss)
+}
+
+impl Inner {
+    pub fn n(&self) -> usize {
+        self.layout.n as usize
+    }
+    pub fn lba_bytes(&self) -> usize {
+        self.layout.lba_bytes as usize
+    }
+    pub fn member(&self, dev: u32) -> Option<Rc<dyn ZonedDevice>> {
+        if self.failed.borrow()[dev as usize] {
+            return None;
+        }
+        Some(self.members.borrow()[dev as usize].clone())
+    }
+    pub fn failed_members(&self) -> Vec<usize> {
+        let f = self.failed.borrow();
+        (0..f.len()).filter(|&i| f[i]).collect()
+    }
+    pub fn mark_failed(&self, dev: u32) {
+        self.failed.borrow_mut()[dev as usize] = true;
+        self.wake.notify_waiters();
+    }
+    pub fn poison(&self, e: NvmeError) {
+        let mut st = self.st.borrow_mut();
+        if st.poisoned.is_none() {
+            st.poisoned = Some(e);
+        }
+        drop(st);
+        self.wake.notify_waiters();
+    }
+    /// Member zone start of logical zone `zone`.
+    pub fn mzone_start(&self, zone: u32) -> u64 {
+        zone as u64 * self.layout.member_zone_size
+    }
+    /// Start of a member's metadata zone `which` (0 or 1).
+    pub fn md_zone_start(&self, which: u32) -> u64 {
+        (self.member_cfg.zone_count - 2 + which) as u64 * self.layout.member_zone_size
+    }
+    pub fn logical_zone_start(&self, zone: u32) -> u64 {
+        zone as u64 * self.cfg.zone_size_lbas
+    }
+
+    /// Handles a member command's error: a failed member is recorded and the
+    /// command counts as done (the array runs degraded); anything else poisons
+    /// the array (power loss) and is returned.
+    pub fn member_result(&self, dev: u32, r: Result<(), NvmeError>) -> Result<(), NvmeError> {
+        match r {
+            Ok(()) => Ok(()),
+            Err(e) if is_member_gone(&e) => {
+                self.mark_failed(dev);
+                if self.failed_members().len() > 1 {
+                    self.poison(e);
+                    return Err(e);
+                }
+                Ok(())
+            }
+            Err(e) => {
+                self.poison(e);
+                Err(e)
+            }
+        }
+    }
+
+    fn check_alive(&self) -> Result<(), NvmeError> {
+        if let Some(e) = self.st.borrow().poisoned {
+            return Err(e);
+        }
+        if self.failed_members().len() > 1 {
+            return Err(NvmeError::injected(NvmeStatus::HostPathingError));
+        }
+        Ok(())
+    }
+
+    /// XOR of data chunks `0..=m` of the stripe buffer at in-chunk blocks [x, y).
+    fn xor_through(&self, buf: &[u8], m: u32, x: u64, y: u64) -> Vec<u8> {
+        let b = self.lba_bytes();
+        let c = self.layout.chunk_lbas as usize;
+        let mut out = vec![0u8; (y - x) as usize * b];
+        for i in 0..=m as usize {
+            let from = (i * c + x as usize) * b;
+            let len = out.len();
+            xor_into(&mut out, &buf[from..from + len]);
+        }
+        out
+    }
+
+    fn next_seq(&self) -> u64 {
+        let mut st = self.st.borrow_mut();
+        st.seq += 1;
+        st.seq
+    }
+
+    /// Splits a write at zone offset `off` into pieces, updating the stripe buffer.
+    fn plan(&self, st: &mut State, zone: u32, off: u64, data: &[u8]) -> Vec<Piece> {
+        let l = self.layout;
+        let b = self.lba_bytes();
+        let sl = l.stripe_lbas();
+        let c = l.chunk_lbas;
+        let nd = l.data_chunks() as u32;
+        let nlb = (data.len() / b) as u64;
+        let end = off + nlb;
+        let array_id = self.array_id.get();
+        let mut pieces = Vec::new();
+        let mut s = off / sl;
+        while s * sl < end {
+            let a = off.max(s * sl);
+            let e = end.min((s + 1) * sl);
+            let mut ios = Vec::new();
+            let z = &mut st.z[zone as usize];
+            if z.buf.is_empty() || z.buf_stripe != s {
+                z.buf = vec![0u8; sl as usize * b];
+                z.buf_stripe = s;
+                z.par_prefix = 0;
+            }
+            let rel = ((a - s * sl) as usize) * b;
+            let src = &data[((a - off) as usize) * b..((e - off) as usize) * b];
+            z.buf[rel..rel + src.len()].copy_from_slice(src);
+            // data sub-I/Os, one per chunk portion
+            let mut x = a;
+            while x < e {
+                let loc = l.locate(x);
+                let len = (c - loc.in_chunk).min(e - x);
+                let from = ((x - off) as usize) * b;
+                ios.push(SubIo::Write {
+                    dev: l.data_dev(zone, s, loc.idx),
+                    off: l.member_off(s, loc.in_chunk),
+                    data: data[from..from + len as usize * b].to_vec(),
+                    gate: Gate::Row(s),
+                });
+                st.stats.data_blocks += len;
+                x += len;
+            }
+            let z = &mut st.z[zone as usize];
+            if e == (s + 1) * sl {
+                // full parity (what is not already written in place)
+                let p0 = z.par_prefix;
+                let fp = self.xor_through(&z.buf, nd - 1, p0, c);
+                ios.push(SubIo::Write {
+                    dev: l.parity_dev(zone, s),
+                    off: l.member_off(s, p0),
+                    data: fp,
+                    gate: Gate::Row(s),
+                });
+                st.stats.parity_blocks += c - p0;
+                z.buf = Vec::new();
+                z.buf_stripe = s + 1;
+                z.par_prefix = 0;
+            } else {
+                // the write ends inside stripe s: partial parity
+                let sa = l.locate(a);
+                let se = l.locate(e - 1);
+                let e_off = (e - 1) % c + 1;
+                let mut pps: Vec<(u32, u64, u64)> = Vec::new(); // (m, from, to)
+                let from_a = if sa.idx == se.idx { sa.in_chunk } else { 0 };
+                pps.push((se.idx, from_a, e_off));
+                if e_off < c && sa.idx < se.idx {
+                    let from_b = if sa.idx + 1 == se.idx { sa.in_chunk } else { 0 };
+                    pps.push((se.idx - 1, from_b, c));
+                }
+                for (m, x0, y0) in pps {
+                    if m == nd - 1 {
+                        // last data chunk: its partial parity goes in place
+                        let x0 = x0.min(z.par_prefix);
+                        let pp = self.xor_through(&z.buf, m, x0, y0);
+                        ios.push(SubIo::Write {
+                            dev: l.parity_dev(zone, s),
+                            off: l.member_off(s, x0),
+                            data: pp,
+                            gate: Gate::Row(s),
+                        });
+                        z.par_prefix = z.par_prefix.max(y0);
+                        st.stats.parity_blocks += y0 - x0;
+                        continue;
+                    }
+                    let pp = self.xor_through(&z.buf, m, x0, y0);
+                    match l.slot_row(s) {
+                        Some(row) => {
+                            ios.push(SubIo::Write {
+                                dev: l.pp_dev(zone, s, m),
+                                off: l.member_off(row, x0),
+                                data: pp,
+                                gate: Gate::Slot,
+                            });
+                            st.stats.pp_zrwa_blocks += y0 - x0;
+                        }
+                        None => {
+                            st.seq += 1;
+                            ios.push(SubIo::Md {
+                                dev: l.parity_dev(zone, s),
+                                rec: Record {
+                                    kind: RecordKind::Pp,
+                                    array_id,
+                                    zone,
+                                    gen: z.gen,
+                                    seq: st.seq,
+                                    f: [s, m as u64, x0, y0 - x0, 0, 0],
+                                    payload: pp,
+                                },
+                            });
+                            st.stats.pp_md_blocks += y0 - x0;
+                        }
+                    }
+                }
+            }
+            pieces.push(Piece {
+                start: a,
+                end: e,
+                ios,
+            });
+            s += 1;
+        }
+        pieces
+    }
+}
+
+pub(crate) fn xor_into(dst: &mut [u8], src: &[u8]) {
+    for (d, s) in dst.iter_mut().zip(src) {
+        *d ^= *s;
+    }
+}
+
+/// Runs one member sub-I/O of zone `zone`, generation `gen`, after its gate opens.
+pub(crate) async fn run_subio(
+    inner: Rc<Inner>,
+    zone: u32,
+    gen: u64,
+    io: SubIo,
+    fua: bool,
+) -> Result<(), NvmeError> {
+    match io {
+        SubIo::Md { dev, rec } => md_append(&inner, dev, rec).await,
+        SubIo::Write {
+            dev,
+            off,
+            data,
+            gate,
+        } => {
+            let nlb = (data.len() / inner.lba_bytes()) as u64;
+            loop {
+                {
+                    let st = inner.st.borrow();
+                    if let Some(e) = st.poisoned {
+                        return Err(e);
+                    }
+                    let z = &st.z[zone as usize];
+                    if z.gen != gen {
+                        return Err(aborted());
+                    }
+                    if inner.failed.borrow()[dev as usize] {
+                        return Ok(());
+                    }
+                    let wp = z.member_wp[dev as usize];
+                    let l = inner.layout;
+                    if z.ready {
+                        let window = off + nlb <= wp + l.zrwa_lbas;
+                        match gate {
+                            Gate::Slot if off < wp => return Ok(()),
+                            Gate::Slot if window => break,
+                            Gate::Row(r) => {
+                                if off < wp {
+                                    return Err(NvmeStatus::ZoneInvalidWrite.into());
+                                }
+                                let need = (r + 1).saturating_sub(l.h) * l.stripe_lbas();
+                                if window && z.applied >= need {
+                                    break;
+                                }
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+                inner.wake.notified().await;
+            }
+            let Some(m) = inner.member(dev) else {
+                return Ok(());
+            };
+            let slba = inner.mzone_start(zone) + off;
+            let r = m.write(slba, &data, IoFlags::with_fua(fua)).await;
+            inner.member_result(dev, r)
+        }
+    }
+}
+
+/// Appends a record to a member's current metadata zone (switching to the
+/// other one when it is full).
+pub(crate) async fn md_append(inner: &Rc<Inner>, dev: u32, rec: Record) -> Result<(), NvmeError> {
+    let data = rec.encode(inner.lba_bytes());
+    let blocks = (data.len() / inner.lba_bytes()) as u64;
+    for _attempt in 0..3 {
+        loop {
+            if inner.st.borrow().md[dev as usize].switching {
+                inner.wake.notified().await;
+            } else {
+                break;
+            }
+        }
+        let Some(m) = inner.member(dev) else {
+            return Ok(());
+        };
+        let cur = inner.st.borrow().md[dev as usize].cur;
+        let r = m
+            .append(inner.md_zone_start(cur), &data, IoFlags::FUA)
+            .await;
+        match r {
+            Ok(_) => {
+                inner.st.borrow_mut().stats.md_blocks += blocks;
+                return Ok(());
+            }
+            Err(e)
+                if matches!(
+                    e.status,
+                    NvmeStatus::ZoneIsFull | NvmeStatus::ZoneBoundaryError
+                ) =>
+            {
+                md_switch(inner, dev, cur).await?;
+            }
+            Err(e) => return inner.member_result(dev, Err(e)),
+        }
+    }
+    Err(NvmeStatus::InternalError.into())
+}
+
+/// The current metadata zone of `dev` is full: reset the other one and make it
+/// current, with a new superblock and the zone generations.
+async fn md_switch(inner: &Rc<Inner>, dev: u32, full: u32) -> Result<(), NvmeError> {
+    {
+        let mut st = inner.st.borrow_mut();
+        let md = &mut st.md[dev as usize];
+        if md.cur != full || md.switching {
+            return Ok(()); // someone else switched
+        }
+        md.switching = true;
+    }
+    let result = async {
+        let Some(m) = inner.member(dev) else {
+            return Ok(());
+        };
+        let new = 1 - full;
+        let r = m
+            .zone_send(ZoneSendCmd {
+                action: ZoneAction::Reset,
+                slba: inner.md_zone_start(new),
+                select_all: false,
+            })
+            .await;
+        inner.member_result(dev, r)?;
+        let epoch = inner.st.borrow().md[dev as usize].epoch + 1;
+        let recs = [
+            crate::recovery::superblock(inner, dev, epoch),
+            crate::recovery::gen_table(inner),
+        ];
+        for rec in recs {
+            let data = rec.encode(inner.lba_bytes());
+            let r = m
+                .append(inner.md_zone_start(new), &data, IoFlags::FUA)
+                .await
+                .map(|_| ());
+            inner.member_result(dev, r)?;
+            inner.st.borrow_mut().stats.md_blocks += (data.len() / inner.lba_bytes()) as u64;
+        }
+        let mut st = inner.st.borrow_mut();
+        st.md[dev as usize].cur = new;
+        st.md[dev as usize].epoch = epoch;
+        Ok(())
+    }
+    .await;
+    inner.st.borrow_mut().md[dev as usize].switching = false;
+    inner.wake.notify_waiters();
+    result
+}
+
+/// Opens every member zone of `zone` with a ZRWA (first write of a generation).
+async fn ensure_ready(inner: &Rc<Inner>, zone: u32, gen: u64) -> Result<(), NvmeError> {
+    loop {
+        {
+            let st = inner.st.borrow();
+            if let Some(e) = st.poisoned {
+                return Err(e);
+            }
+            let z = &st.z[zone as usize];
+            if z.gen != gen {
+                return Err(aborted());
+            }
+            if z.ready {
+                return Ok(());
+            }
+            if !z.busy && !z.opening {
+                break;
+            }
+        }
+        inner.wake.notified().await;
+    }
+    inner.st.borrow_mut().z[zone as usize].opening = true;
+    let mut result = Ok(());
+    for dev in 0..inner.layout.n {
+        let Some(m) = inner.member(dev) else { continue };
+        let r = m
+            .zone_send(ZoneSendCmd {
+                action: ZoneAction::Open { zrwa: true },
+                slba: inner.mzone_start(zone),
+                select_all: false,
+            })
+            .await;
+        if let Err(e) = inner.member_result(dev, r) {
+            result = Err(e);
+            break;
+        }
+    }
+    let mut st = inner.st.borrow_mut();
+    let z = &mut st.z[zone as usize];
+    z.opening = false;
+    if result.is_ok() && z.gen == gen {
+        z.ready = true;
+    }
+    drop(st);
+    inner.wake.notify_waiters();
+    result
+}
+
+/// Starts the ZRWA manager of a zone if it has work and is not running.
+pub(crate) fn kick_manager(inner: &Rc<Inner>, zone: u32) {
+    let gen = {
+        let mut st = inner.st.borrow_mut();
+        let z = &mut st.z[zone as usize];
+        if z.manager || z.applied >= z.frontier {
+            return;
+        }
+        z.manager = true;
+        z.inflight += 1;
+        z.gen
+    };
+    let inner2 = inner.clone();
+    drop(inner.handle.spawn(async move {
+        let _ = manage(&inner2, zone, gen).await;
+        let mut st = inner2.st.borrow_mut();
+        let z = &mut st.z[zone as usize];
+        if z.gen == gen {
+            z.manager = false;
+            z.inflight -= 1;
+        } else {
+            z.old_inflight -= 1;
+        }
+        drop(st);
+        inner2.wake.notify_waiters();
+    }));
+}
+
+/// Advances member `dev`'s write pointer in zone `zone` to `target`
+/// (zone-relative) with explicit ZRWA flushes of at most ZRWASZ each.
+pub(crate) async fn advance(
+    inner: &Rc<Inner>,
+    zone: u32,
+    gen: u64,
+    dev: u32,
+    target: u64,
+) -> Result<(), NvmeError> {
+    let l = inner.layout;
+    loop {
+        let (cur, g) = {
+            let st = inner.st.borrow();
+            let z = &st.z[zone as usize];
+            (z.member_wp[dev as usize], z.gen)
+        };
+        if g != gen {
+            return Err(aborted());
+        }
+        if cur >= target || cur >= l.member_zone_cap {
+            return Ok(());
+        }
+        let Some(m) = inner.member(dev) else {
+            return Ok(());
+        };
+        let next = target.min(cur + l.zrwa_lbas);
+        let r = m
+            .zone_send(ZoneSendCmd {
+                action: ZoneAction::FlushZrwa,
+                slba: inner.mzone_start(zone) + next - 1,
+                select_all: false,
+            })
+            .await;
+        inner.member_result(dev, r)?;
+        let mut st = inner.st.borrow_mut();
+        st.stats.zrwa_flushes += 1;
+        let z = &mut st.z[zone as usize];
+        if z.gen != gen {
+            return Err(aborted());
+        }
+        let w = &mut z.member_wp[dev as usize];
+        *w = (*w).max(next);
+    }
+}
+
+/// Flushes every surviving member.
+pub(crate) async fn flush_members(inner: &Rc<Inner>) -> Result<(), NvmeError> {
+    let mut handles = Vec::new();
+    for dev in 0..inner.layout.n {
+        let Some(m) = inner.member(dev) else { continue };
+        let inner2 = inner.clone();
+        handles.push(inner.handle.spawn(async move {
+            let r = m.flush().await;
+            inner2.st.borrow_mut().stats.member_flushes += 1;
+            inner2.member_result(dev, r)
+        }));
+    }
+    let res = join_all(handles).await;
+    res
+}
+
+async fn advance_all(
+    inner: &Rc<Inner>,
+    zone: u32,
+    gen: u64,
+    list: Vec<(u32, u64)>,
+) -> Result<(), NvmeError> {
+    let mut handles = Vec::new();
+    for (dev, t) in list {
+        let inner2 = inner.clone();
+        handles.push(
+            inner
+                .handle
+                .spawn(async move { advance(&inner2, zone, gen, dev, t).await }),
+        );
+    }
+    let res = join_all(handles).await;
+    res
+}
+
+/// The ZRWA manager of one zone: advances member write pointers until they
+/// encode the completed prefix.
+async fn manage(inner: &Rc<Inner>, zone: u32, gen: u64) -> Result<(), NvmeError> {
+    let l = inner.layout;
+    loop {
+        let d = {
+            let st = inner.st.borrow();
+            if st.poisoned.is_some() {
+                return Ok(());
+            }
+            let z = &st.z[zone as usize];
+            if z.gen != gen || z.applied >= z.frontier {
+                return Ok(());
+            }
+            z.frontier
+        };
+        if inner.opts.flush_before_advance {
+            flush_members(inner).await?;
+        }
+        // first chunk of the zone: no previous member to carry step 2
+        let first = {
+            let st = inner.st.borrow();
+            let z = &st.z[zone as usize];
+            inner.opts.policy != Policy::Stripe && !z.first_chunk_logged && d / l.chunk_lbas == 1
+        };
+        if first {
+            inner.st.borrow_mut().z[zone as usize].first_chunk_logged = true;
+            log_wp(inner, zone, gen, d).await?;
+        }
+        let (t, pair) = l.targets(zone, d, inner.opts.policy);
+        let pair_list: Vec<(u32, u64)> = pair.iter().map(|&dv| (dv, t[dv as usize])).collect();
+        advance_all(inner, zone, gen, pair_list).await?;
+        let rest: Vec<(u32, u64)> = (0..l.n)
+            .filter(|dv| !pair.contains(dv))
+            .map(|dv| (dv, t[dv as usize]))
+            .collect();
+        advance_all(inner, zone, gen, rest).await?;
+        if d >= l.logical_cap() && l.rows * l.chunk_lbas < l.member_zone_cap {
+            finish_members(inner, zone, gen).await?;
+        }
+        let mut st = inner.st.borrow_mut();
+        let z = &mut st.z[zone as usize];
+        if z.gen != gen {
+            return Ok(());
+        }
+        z.applied = z.applied.max(d);
+        drop(st);
+        inner.wake.notify_waiters();
+    }
+}
+
+async fn finish_members(inner: &Rc<Inner>, zone: u32, gen: u64) -> Result<(), NvmeError> {
+    for dev in 0..inner.layout.n {
+        if inner.st.borrow().z[zone as usize].gen != gen {
+            return Err(aborted());
+        }
+        let Some(m) = inner.member(dev) else { continue };
+        let r = m
+            .zone_send(ZoneSendCmd {
+                action: ZoneAction::Finish,
+                slba: inner.mzone_start(zone),
+                select_all: false,
+            })
+            .await;
+        inner.member_result(dev, r)?;
+        let cap = inner.layout.member_zone_cap;
+        inner.st.borrow_mut().z[zone as usize].member_wp[dev as usize] = cap;
+    }
+    Ok(())
+}
+
+/// Progress (logical LBAs) the applied member write pointers of a zone claim.
+fn claimed(inner: &Inner, st: &State, zone: u32) -> u64 {
+    let z = &st.z[zone as usize];
+    let failed = inner.failed.borrow();
+    let mut k = 0;
+    for dev in 0..inner.layout.n {
+        if !failed[dev as usize] {
+            k = k.max(inner.layout.claim(zone, dev, z.member_wp[dev as usize]));
+        }
+    }
+    k * inner.layout.chunk_lbas
+}
+
+/// Writes WP-log entries "complete up to `end`" (two copies) unless the
+/// member write pointers already say so.
+pub(crate) async fn log_wp(
+    inner: &Rc<Inner>,
+    zone: u32,
+    gen: u64,
+    end: u64,
+) -> Result<(), NvmeError> {
+    let l = inner.layout;
+    let (entry, idx) = {
+        let mut st = inner.st.borrow_mut();
+        if claimed(inner, &st, zone) >= end || st.z[zone as usize].logged_end >= end {
+            return Ok(());
+        }
+        st.seq += 1;
+        let seq = st.seq;
+        let z = &mut st.z[zone as usize];
+        if z.gen != gen {
+            return Err(aborted());
+        }
+        z.wplog_idx += 1;
+        (
+            WpEntry {
+                array_id: inner.array_id.get(),
+                zone,
+                gen,
+                seq,
+                end,
+            },
+            z.wplog_idx,
+        )
+    };
+    let s = (end - 1) / l.stripe_lbas();
+    let mut handles = Vec::new();
+    for dev in l.wplog_devs(zone, s) {
+        let io = match l.slot_row(s) {
+            Some(row) => SubIo::Write {
+                dev,
+                off: l.member_off(row, idx % l.wplog_slots()),
+                data: entry.encode(inner.lba_bytes()),
+                gate: Gate::Slot,
+            },
+            None => SubIo::Md {
+                dev,
+                rec: Record {
+                    kind: RecordKind::WpLog,
+                    array_id: entry.array_id,
+                    zone,
+                    gen,
+                    seq: entry.seq,
+                    f: [end, 0, 0, 0, 0, 0],
+                    payload: Vec::new(),
+                },
+            },
+        };
+        inner.st.borrow_mut().stats.wplog_blocks += 1;
+        handles.push(
+            inner
+                .handle
+                .spawn(run_subio(inner.clone(), zone, gen, io, true)),
+        );
+    }
+    let res = join_all(handles).await;
+    res?;
+    let mut st = inner.st.borrow_mut();
+    let z = &mut st.z[zone as usize];
+    z.logged_end = z.logged_end.max(end);
+    Ok(())
+}
+
+/// Waits until zone `zone` has completed everything below `end`.
+async fn wait_frontier(inner: &Rc<Inner>, zone: u32, gen: u64, end: u64) -> Result<(), NvmeError> {
+    loop {
+        {
+            let st = inner.st.borrow();
+            if let Some(e) = st.poisoned {
+                return Err(e);
+            }
+            let z = &st.z[zone as usize];
+            if z.gen != gen {
+                return Err(aborted());
+            }
+            if z.frontier >= end {
+                return Ok(());
+            }
+        }
+        inner.wake.notified().await;
+    }
+}
+
+/// Waits until no piece, WP-log write or manager of the zone's current
+/// generation (or older ones) is running.
+async fn drain(inner: &Rc<Inner>, zone: u32) {
+    loop {
+        {
+            let st = inner.st.borrow();
+            let z = &st.z[zone as usize];
+            if (z.inflight == 0 && z.old_inflight == 0) || st.poisoned.is_some() {
+                return;
+            }
+        }
+        inner.wake.notified().await;
+    }
+}
+
+impl RaidArray {
+    /// The array's geometry.
+    pub fn layout(&self) -> Layout {
+        self.inner.layout
+    }
+    pub fn options(&self) -> RaidOptions {
+        self.inner.opts
+    }
+    pub fn stats(&self) -> RaidStats {
+        self.inner.st.borrow().stats
+    }
+    /// Members that failed (their commands returned Host Pathing Error).
+    pub fn failed_members(&self) -> Vec<usize> {
+        self.inner.failed_members()
+    }
+    /// Marks a member failed (as if its commands had started failing).
+    pub fn fail_member(&self, index: usize) {
+        if index < self.inner.n() {
+            self.inner.mark_failed(index as u32);
+        }
+    }
+    /// Member write pointers (zone-relative) as the array last set them.
+    pub fn member_write_pointers(&self, zone: u32) -> Vec<u64> {
+        self.inner.st.borrow().z[zone as usize].member_wp.clone()
+    }
+    /// The completed prefix of a logical zone (LBAs from its start).
+    pub fn completed_lbas(&self, zone: u32) -> u64 {
+        self.inner.st.borrow().z[zone as usize].frontier
+    }
+
+    /// Waits until every zone's background work (pieces, WP advancement,
+    /// resets) is done.
+    pub async fn quiesce(&self) {
+        let zones = self.inner.cfg.zone_count;
+        for z in 0..zones {
+            drain(&self.inner, z).await;
+        }
+    }
+
+    /// Clean shutdown: waits for background work, flushes the members and
+    /// logs every zone's write pointer, so that `open` finds each zone exactly
+    /// where it was (except with the stripe policy, which recovers whole
+    /// stripes only). The array stays usable.
+    pub async fn shutdown(&self) -> Result<(), NvmeError> {
+        let inner = &self.inner;
+        self.quiesce().await;
+        inner.check_alive()?;
+        flush_members(inner).await?;
+        let zones: Vec<(u32, u64, u64)> = {
+            let st = inner.st.borrow();
+            st.z.iter()
+                .enumerate()
+                .filter(|(_, z)| z.ready && z.frontier > 0)
+                .map(|(i, z)| (i as u32, z.gen, z.frontier))
+                .collect()
+        };
+        for (zone, gen, d) in zones {
+            if d < inner.layout.logical_cap() {
+                log_wp(inner, zone, gen, d).await?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn write_impl(
+        &self,
+        slba: u64,
+        data: &[u8],
+        fua: bool,
+        append: bool,
+    ) -> Result<u64, NvmeError> {
+        let inner = &self.inner;
+        inner.check_alive()?;
+        let b = inner.lba_bytes();
+        if data.is_empty() || data.len() % b != 0 {
+            return Err(NvmeStatus::InvalidField.into());
+        }
+        let nlb = (data.len() / b) as u64;
+        let (zone, gen, off, pieces) = {
+            let mut st = inner.st.borrow_mut();
+            let eff = if append {
+                st.zones.append(slba, nlb)?
+            } else {
+                st.zones.write(slba, nlb)?
+            };
+            let zone = eff.zone;
+            let off = eff.slba - inner.logical_zone_start(zone);
+            st.stats.host_blocks += nlb;
+            let pieces = inner.plan(&mut st, zone, off, data);
+            let z = &mut st.z[zone as usize];
+            z.submit_end = z.submit_end.max(off + nlb);
+            z.inflight += pieces.len() as u32;
+            (zone, z.gen, off, pieces)
+        };
+        let ready = self.inner.st.borrow().z[zone as usize].ready;
+        if !ready {
+            let inner2 = inner.clone();
+            drop(inner.handle.spawn(async move {
+                let _ = ensure_ready(&inner2, zone, gen).await;
+            }));
+        }
+        let mut piece_tasks = Vec::new();
+        for p in pieces {
+            let inner2 = inner.clone();
+            piece_tasks.push(inner.handle.spawn(async move {
+                let mut hs = Vec::new();
+                for io in p.ios {
+                    hs.push(
+                        inner2
+                            .handle
+                            .spawn(run_subio(inner2.clone(), zone, gen, io, fua)),
+                    );
+                }
+                let res = join_all(hs).await;
+                {
+                    let mut st = inner2.st.borrow_mut();
+                    let z = &mut st.z[zone as usize];
+                    if z.gen == gen {
+                        if res.is_ok() {
+                            z.mark(p.start, p.end);
+                        }
+                        z.inflight -= 1;
+                    } else {
+                        z.old_inflight -= 1;
+                    }
+                }
+                inner2.wake.notify_waiters();
+                if res.is_ok() {
+                    kick_manager(&inner2, zone);
+                }
+                res
+            }));
+        }
+        let res = join_all(piece_tasks).await;
+        res?;
+        if fua && inner.opts.policy == Policy::WpLog {
+            wait_frontier(inner, zone, gen, off + nlb).await?;
+            let d = inner.st.borrow().z[zone as usize].frontier;
+            log_wp(inner, zone, gen, d).await?;
+        }
+        Ok(inner.logical_zone_start(zone) + off)
+    }
+
+    async fn read_impl(&self, slba: u64, buf: &mut [u8]) -> Result<(), NvmeError> {
+        let inner = &self.inner;
+        if let Some(e) = inner.st.borrow().poisoned {
+            return Err(e);
+        }
+        let b = inner.lba_bytes();
+        if buf.is_empty() || buf.len() % b != 0 {
+            return Err(NvmeStatus::InvalidField.into());
+        }
+        let nlb = (buf.len() / b) as u64;
+        let (zone, written) = {
+            let st = inner.st.borrow();
+            st.zones.check_read(slba, nlb)?;
+            let zone = st.zones.zone_of(slba).ok_or(NvmeStatus::LbaOutOfRange)?;
+            let wp = st.zones.write_pointer(zone).unwrap_or(0);
+            (zone, wp - inner.logical_zone_start(zone))
+        };
+        let l = inner.layout;
+        let off = slba - inner.logical_zone_start(zone);
+        let end = off + nlb;
+        buf.fill(0);
+        let mut x = off;
+        while x < end.min(written) {
+            let loc = l.locate(x);
+            let len = (l.chunk_lbas - loc.in_chunk).min(end.min(written) - x);
+            let dst = &mut buf[((x - off) as usize) * b..((x - off + len) as usize) * b];
+            let dev = l.data_dev(zone, loc.stripe, loc.idx);
+            let moff = l.member_off(loc.stripe, loc.in_chunk);
+            let mut done = false;
+            if let Some(m) = inner.member(dev) {
+                let r = m.read(inner.mzone_start(zone) + moff, dst).await;
+                match r {
+                    Ok(()) => done = true,
+                    Err(e) if is_member_gone(&e) => inner.mark_failed(dev),
+                    Err(e) => return Err(e),
+                }
+            }
+            if !done {
+                self.degraded_read(zone, loc.stripe, dev, loc.in_chunk, dst)
+                    .await?;
+            }
+            x += len;
+        }
+        Ok(())
+    }
+
+    /// Rebuilds blocks of failed member `dev` at row `stripe`, in-chunk offset
+    /// `o`: from the stripe buffer for the partial stripe, else XOR of the others.
+    async fn degraded_read(
+        &self,
+        zone: u32,
+        stripe: u64,
+        dev: u32,
+        o: u64,
+        dst: &mut [u8],
+    ) -> Result<(), NvmeError> {
+        let inner = &self.inner;
+        let l = inner.layout;
+        let b = inner.lba_bytes();
+        inner.st.borrow_mut().stats.degraded_reads += 1;
+        {
+            let st = inner.st.borrow();
+            let z = &st.z[zone as usize];
+            if !z.buf.is_empty() && z.buf_stripe == stripe {
+                let idx = l.seq_of(zone, stripe, dev) as usize;
+                let from = (idx * l.chunk_lbas as usize + o as usize) * b;
+                dst.copy_from_slice(&z.buf[from..from + dst.len()]);
+                return Ok(());
+            }
+        }
+        dst.fill(0);
+        let mut tmp = vec![0u8; dst.len()];
+        for other in 0..l.n {
+            if other == dev {
+                continue;
+            }
+            let m = inner
+                .member(other)
+                .ok_or(NvmeError::injected(NvmeStatus::HostPathingError))?;
+            m.read(inner.mzone_start(zone) + l.member_off(stripe, o), &mut tmp)
+                .await?;
+            xor_into(dst, &tmp);
+        }
+        Ok(())
+    }
+
+    async fn zone_send_impl(&self, cmd: ZoneSendCmd) -> Result<(), NvmeError> {
+        let inner = &self.inner;
+        inner.check_alive()?;
+        let changes = inner.st.borrow_mut().zones.zone_send(cmd)?.changes;
+        let mut tasks = Vec::new();
+        for ch in changes {
+            let zone = ch.zone;
+            match ch.to {
+                ZoneState::Empty if ch.from != ZoneState::Empty => {
+                    let gen = {
+                        let mut st = inner.st.borrow_mut();
+                        let z = &mut st.z[zone as usize];
+                        let gen = z.gen + 1;
+                        z.restart(gen);
+                        z.busy = true;
+                        gen
+                    };
+                    let inner2 = inner.clone();
+                    tasks.push(inner.handle.spawn(async move {
+                        let r = reset_members(&inner2, zone, gen).await;
+                        inner2.st.borrow_mut().z[zone as usize].busy = false;
+                        inner2.wake.notify_waiters();
+                        r
+                    }));
+                }
+                ZoneState::Full if ch.from != ZoneState::Full => {
+                    let inner2 = inner.clone();
+                    tasks.push(
+                        inner
+                            .handle
+                            .spawn(async move { finish_logical(&inner2, zone).await }),
+                    );
+                }
+                ZoneState::ExplicitlyOpened if ch.from == ZoneState::Empty => {
+                    let gen = inner.st.borrow().z[zone as usize].gen;
+                    let inner2 = inner.clone();
+                    tasks.push(
+                        inner
+                            .handle
+                            .spawn(async move { ensure_ready(&inner2, zone, gen).await }),
+                    );
+                }
+                _ => {}
+            }
+        }
+        let res = join_all(tasks).await;
+        res
+    }
+
+    async fn flush_impl(&self) -> Result<(), NvmeError> {
+        let inner = &self.inner;
+        inner.check_alive()?;
+        let snapshot: Vec<(u32, u64, u64)> = {
+            let st = inner.st.borrow();
+            st.z.iter()
+                .enumerate()
+                .filter(|(_, z)| z.frontier > 0 && z.ready)
+                .map(|(i, z)| (i as u32, z.gen, z.frontier))
+                .collect()
+        };
+        flush_members(inner).await?;
+        if inner.opts.policy == Policy::WpLog {
+            for (zone, gen, d) in snapshot {
+                if d < inner.layout.logical_cap() {
+                    log_wp(inner, zone, gen, d).await?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Reset of a logical zone: log it, reset the member zones, log completion.
+async fn reset_members(inner: &Rc<Inner>, zone: u32, gen: u64) -> Result<(), NvmeError> {
+    drain(inner, zone).await;
+    inner.check_alive()?;
+    let log = |kind| Record {
+        kind,
+        array_id: inner.array_id.get(),
+        zone,
+        gen,
+        seq: inner.next_seq(),
+        f: [0; 6],
+        payload: Vec::new(),
+    };
+    for dev in 0..inner.layout.n {
+        md_append(inner, dev, log(RecordKind::Reset)).await?;
+    }
+    for dev in 0..inner.layout.n {
+        let Some(m) = inner.member(dev) else { continue };
+        let r = m
+            .zone_send(ZoneSendCmd {
+                action: ZoneAction::Reset,
+                slba: inner.mzone_start(zone),
+                select_all: false,
+            })
+            .await;
+        inner.member_result(dev, r)?;
+    }
+    for dev in 0..inner.layout.n {
+        md_append(inner, dev, log(RecordKind::ResetDone)).await?;
+    }
+    Ok(())
+}
+
+/// Finish of a logical zone: wait for its writes, log where its data ends,
+/// finish the member zones.
+async fn finish_logical(inner: &Rc<Inner>, zone: u32) -> Result<(), NvmeError> {
+    inner.st.borrow_mut().z[zone as usize].busy = true;
+    drain(inner, zone).await;
+    let r = async {
+        inner.check_alive()?;
+        let (gen, d, ready) = {
+            let st = inner.st.borrow();
+            let z = &st.z[zone as usize];
+            (z.gen, z.frontier, z.ready)
+        };
+        let _ = ready;
+        if d < inner.layout.logical_cap() {
+            for dev in 0..inner.layout.n {
+                let rec = Record {
+                    kind: RecordKind::Finish,
+                    array_id: inner.array_id.get(),
+                    zone,
+                    gen,
+                    seq: inner.next_seq(),
+                    f: [d, 0, 0, 0, 0, 0],
+                    payload: Vec::new(),
+                };
+                md_append(inner, dev, rec).await?;
+            }
+        }
+        finish_members(inner, zone, gen).await
+    }
+    .await;
+    inner.st.borrow_mut().z[zone as usize].busy = false;
+    inner.wake.notify_waiters();
+    r
+}
+
+impl ZonedDevice for RaidArray {
+    fn config(&self) -> &ZonedConfig {
+        &self.inner.cfg
+    }
+
+    fn report_zones(
+        &self,
+        start_lba: u64,
+        filter: ReportFilter,
+        max_zones: usize,
+    ) -> CmdFuture<'_, Vec<ZoneDescriptor>> {
+        Box::pin(async move {
+            Ok(self
+                .inner
+                .st
+                .borrow()
+                .zones
+                .report(start_lba, filter, max_zones)?)
+        })
+    }
+
+    fn read<'a>(&'a self, slba: u64, buf: &'a mut [u8]) -> CmdFuture<'a, ()> {
+        Box::pin(self.read_impl(slba, buf))
+    }
+
+    fn write<'a>(&'a self, slba: u64, data: &'a [u8], flags: IoFlags) -> CmdFuture<'a, ()> {
+        Box::pin(async move {
+            self.write_impl(slba, data, flags.fua, false).await?;
+            Ok(())
+        })
+    }
+
+    fn append<'a>(&'a self, zslba: u64, data: &'a [u8], flags: IoFlags) -> CmdFuture<'a, u64> {
+        Box::pin(self.write_impl(zslba, data, flags.fua, true))
+    }
+
+    fn zone_send(&self, cmd: ZoneSendCmd) -> CmdFuture<'_, ()> {
+        Box::pin(self.zone_send_impl(cmd))
+    }
+
+    fn flush(&self) -> CmdFuture<'_, ()> {
+        Box::pin(self.flush_impl())
+    }
+}
+
+/// Waits for every task; the result is the last error, if any (all tasks
+/// run to completion either way).
+pub(crate) async fn join_all<E>(tasks: Vec<JoinHandle<Result<(), E>>>) -> Result<(), E> {
+    let mut res = Ok(());
+    for t in tasks {
+        if let Err(e) = t.await {
+            res = Err(e);
+        }
+    }
+    res
+}

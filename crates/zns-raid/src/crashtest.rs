@@ -1,0 +1,417 @@
+//! The crash test of paper §6.6 (Table 1), in virtual time: sequential FUA
+//! writes of random sizes (4 KiB – 512 KiB) filled with a 7-byte pattern keyed
+//! by byte address, power cut on every member at a random instant, optionally
+//! one member failed, then recovery (`RaidArray::open`). Checks: the reported
+//! logical write pointer of every zone is at least the end of the last
+//! acknowledged write, and the pattern is intact up to the reported write
+//! pointer (read degraded when a member failed, and again after a rebuild onto
+//! a spare). A trial is a seed: `run_trial(cfg, seed)` replays it exactly.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use rand::Rng;
+use zns_core::{IoFlags, ReportFilter, ZoneState, ZonedDevice};
+use zns_device::{Controller, ControllerOptions, Profile, StoreKind};
+use zns_sim::sync::Semaphore;
+use zns_sim::timing::HostStack;
+use zns_sim::Runtime;
+
+use crate::{Policy, RaidArray, RaidOptions};
+
+/// The repeating pattern (7 bytes: not a divisor of the block size).
+pub const PATTERN: [u8; 7] = *b"ZRAID*7";
+
+/// Fills `buf` with the pattern as it is at byte address `addr`.
+pub fn fill_pattern(addr: u64, buf: &mut [u8]) {
+    for (i, b) in buf.iter_mut().enumerate() {
+        *b = PATTERN[((addr + i as u64) % 7) as usize];
+    }
+}
+
+/// First byte of `buf` (at byte address `addr`) that breaks the pattern.
+pub fn check_pattern(addr: u64, buf: &[u8]) -> Option<usize> {
+    buf.iter()
+        .enumerate()
+        .find(|(i, b)| **b != PATTERN[((addr + *i as u64) % 7) as usize])
+        .map(|(i, _)| i)
+}
+
+/// What a crash test runs.
+#[derive(Debug, Clone)]
+pub struct CrashConfig {
+    pub policy: Policy,
+    /// Fail one member (chosen by the seed) after power comes back.
+    pub fail_device: bool,
+    /// After a failure: rebuild onto a spare and check again.
+    pub rebuild: bool,
+    pub members: usize,
+    /// Member device profile (needs a ZRWA; `crash_profile()` by default).
+    pub profile: Profile,
+    pub chunk_bytes: u64,
+    /// Logical zones the workload writes, one after the other.
+    pub zones: u32,
+    /// Writes in flight (1 = each write waits for the previous one).
+    pub queue_depth: usize,
+    /// The power cut comes uniformly in [min_cut_ns, max_cut_ns].
+    pub min_cut_ns: u64,
+    pub max_cut_ns: u64,
+}
+
+/// The member profile of the crash tests: the ZN540 (power-loss protected,
+/// in-flight writes torn, ZRWA kept) with 8 zones of 4 MiB capacity, so that
+/// trials are fast and the near-end corner cases come up often.
+pub fn crash_profile() -> Profile {
+    let base = Profile::builtin("zn540").expect("built-in profile");
+    let set = |k: &str, v: &str| (k.to_string(), v.to_string());
+    base.with_overrides(&[
+        set("namespace.0.zone_count", "8"),
+        set("namespace.0.zone_size_lbas", "2048"),
+        set("namespace.0.zone_capacity_lbas", "1024"),
+    ])
+    .expect("valid overrides")
+}
+
+impl CrashConfig {
+    pub fn new(policy: Policy) -> CrashConfig {
+        CrashConfig {
+            policy,
+            fail_device: false,
+            rebuild: true,
+            members: 5,
+            profile: crash_profile(),
+            chunk_bytes: crate::DEFAULT_CHUNK_BYTES,
+            zones: 3,
+            queue_depth: 1,
+            min_cut_ns: 100_000,
+            max_cut_ns: 15_000_000,
+        }
+    }
+}
+
+/// The result of one trial.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrialOutcome {
+    pub seed: u64,
+    /// Logical LBAs acknowledged (summed over zones).
+    pub acked_lbas: u64,
+    /// Logical LBAs below the recovered write pointers (summed over zones).
+    pub reported_lbas: u64,
+    /// Acknowledged bytes beyond a reported write pointer.
+    pub lost_bytes: u64,
+    pub failed_member: Option<usize>,
+    /// Virtual instant of the power cut.
+    pub cut_at_ns: u64,
+    /// Virtual instant the workload stopped (finished or failed).
+    pub workload_end_ns: u64,
+    /// Why the trial failed (None = passed).
+    pub failure: Option<String>,
+}
+
+impl TrialOutcome {
+    pub fn passed(&self) -> bool {
+        self.failure.is_none()
+    }
+}
+
+fn build_members(rt: &Runtime, cfg: &CrashConfig, count: usize) -> Result<Vec<Controller>, String> {
+    (0..count)
+        .map(|_| {
+            Controller::new(
+                &rt.handle(),
+                cfg.profile.clone(),
+                ControllerOptions {
+                    store: StoreKind::Memory,
+                    host_stack: HostStack::Spdk,
+                },
+            )
+            .map_err(|e| e.to_string())
+        })
+        .collect()
+}
+
+fn devices(ctrls: &[Controller]) -> Result<Vec<Rc<dyn ZonedDevice>>, String> {
+    ctrls
+        .iter()
+        .map(|c| {
+            c.first_zoned()
+                .map(|z| Rc::new(z) as Rc<dyn ZonedDevice>)
+                .ok_or_else(|| "the member profile has no zoned namespace".to_string())
+        })
+        .collect()
+}
+
+/// Runs one trial.
+pub fn run_trial(cfg: &CrashConfig, seed: u64) -> TrialOutcome {
+    let mut out = TrialOutcome {
+        seed,
+        acked_lbas: 0,
+        reported_lbas: 0,
+        lost_bytes: 0,
+        failed_member: None,
+        cut_at_ns: 0,
+        workload_end_ns: 0,
+        failure: None,
+    };
+    if let Err(e) = trial(cfg, seed, &mut out) {
+        out.failure = Some(e);
+    }
+    out
+}
+
+fn trial(cfg: &CrashConfig, seed: u64, out: &mut TrialOutcome) -> Result<(), String> {
+    let mut rt = Runtime::new(seed);
+    let handle = rt.handle();
+    let ctrls = build_members(&rt, cfg, cfg.members)?;
+    let opts = RaidOptions {
+        chunk_bytes: cfg.chunk_bytes,
+        policy: cfg.policy,
+        flush_before_advance: false,
+    };
+    let array = rt
+        .block_on(RaidArray::create(&handle, devices(&ctrls)?, opts))
+        .map_err(|e| format!("create: {e}"))?;
+    let lcfg = array.config().clone();
+    let b = lcfg.lba_bytes as u64;
+    let zones = cfg.zones.min(lcfg.zone_count);
+    let mut rng = handle.rng();
+    let cut_at = rng.gen_range(cfg.min_cut_ns..=cfg.max_cut_ns.max(cfg.min_cut_ns));
+    let fail_index = rng.gen_range(0..cfg.members);
+    out.cut_at_ns = cut_at;
+    let end_ns = Rc::new(std::cell::Cell::new(0u64));
+    // acked[z] = largest acknowledged end (zone-relative LBAs)
+    let acked = Rc::new(RefCell::new(vec![0u64; zones as usize]));
+    let workload = {
+        let array = array.clone();
+        let acked = acked.clone();
+        let h = handle.clone();
+        let mut rng = handle.rng();
+        let qd = Rc::new(Semaphore::new(cfg.queue_depth.max(1)));
+        let end_ns = end_ns.clone();
+        handle.spawn(async move {
+            let mut tasks = Vec::new();
+            'zones: for z in 0..zones {
+                let start = z as u64 * lcfg.zone_size_lbas;
+                let cap = lcfg.zone_capacity_lbas;
+                let mut off = 0;
+                while off < cap {
+                    let nlb = rng.gen_range(1..=128u64).min(cap - off);
+                    let mut buf = vec![0u8; (nlb * b) as usize];
+                    fill_pattern((start + off) * b, &mut buf);
+                    let permit = qd.acquire().await;
+                    let array = array.clone();
+                    let acked = acked.clone();
+                    let slba = start + off;
+                    let t = h.spawn(async move {
+                        let r = array.write(slba, &buf, IoFlags::FUA).await;
+                        drop(permit);
+                        if r.is_ok() {
+                            let a = &mut acked.borrow_mut()[z as usize];
+                            *a = (*a).max(slba - start + nlb);
+                        }
+                        r.is_ok()
+                    });
+                    tasks.push(t);
+                    off += nlb;
+                    if tasks.len() > 64 {
+                        let t = tasks.remove(0);
+                        if !t.await {
+                            break 'zones;
+                        }
+                    }
+                }
+            }
+            for t in tasks {
+                t.await;
+            }
+            end_ns.set(h.now_ns());
+        })
+    };
+    let cutter = {
+        let ctrls = ctrls.clone();
+        let h = handle.clone();
+        handle.spawn(async move {
+            h.sleep_until(cut_at).await;
+            for c in &ctrls {
+                c.power_cut();
+            }
+        })
+    };
+    rt.block_on(async {
+        cutter.await;
+        workload.await;
+    });
+    drop(array);
+    out.workload_end_ns = end_ns.get();
+    for c in &ctrls {
+        c.power_on();
+    }
+    if cfg.fail_device {
+        ctrls[fail_index].fail();
+        out.failed_member = Some(fail_index);
+    }
+    let acked = acked.borrow().clone();
+    out.acked_lbas = acked.iter().sum();
+    let array = rt
+        .block_on(RaidArray::open(&handle, devices(&ctrls)?, opts))
+        .map_err(|e| format!("recovery: {e}"))?;
+    verify(&mut rt, &array, &acked, out, "after recovery")?;
+    // writes continue at the recovered write pointers (stripe buffers reloaded)
+    let mut acked2 = acked.clone();
+    let descs = rt
+        .block_on(array.report_zones(0, ReportFilter::All, acked.len()))
+        .map_err(|e| format!("report after recovery: {e}"))?;
+    for (z, d) in descs.iter().enumerate() {
+        if d.state == ZoneState::Full {
+            acked2[z] = lcfg.zone_capacity_lbas;
+            continue;
+        }
+        if d.state == ZoneState::Empty {
+            continue; // opening more zones could exceed the active limit
+        }
+        let mut wp = d.write_pointer;
+        let end = d.start_lba + lcfg.zone_capacity_lbas;
+        for _ in 0..3 {
+            if wp >= end {
+                break;
+            }
+            let nlb = rng.gen_range(1..=64u64).min(end - wp);
+            let mut buf = vec![0u8; (nlb * b) as usize];
+            fill_pattern(wp * b, &mut buf);
+            rt.block_on(array.write(wp, &buf, IoFlags::FUA))
+                .map_err(|e| format!("write after recovery, zone {z}: {e}"))?;
+            wp += nlb;
+        }
+        acked2[z] = wp - d.start_lba;
+    }
+    let mut cont = out.clone();
+    verify(&mut rt, &array, &acked2, &mut cont, "after writing on")?;
+    rt.block_on(array.shutdown())
+        .map_err(|e| format!("shutdown: {e}"))?;
+    let array = if cfg.policy == Policy::Stripe {
+        array // recovers whole stripes only, even after a clean shutdown
+    } else {
+        drop(array);
+        let array = rt
+            .block_on(RaidArray::open(&handle, devices(&ctrls)?, opts))
+            .map_err(|e| format!("second recovery: {e}"))?;
+        verify(&mut rt, &array, &acked2, &mut cont, "after a clean restart")?;
+        array
+    };
+    let acked = acked2;
+    if cfg.fail_device && cfg.rebuild {
+        let spare = build_members(&rt, cfg, 1)?;
+        let spare_dev = devices(&spare)?.remove(0);
+        rt.block_on(array.rebuild(fail_index, spare_dev))
+            .map_err(|e| format!("rebuild: {e}"))?;
+        let mut again = out.clone();
+        verify(&mut rt, &array, &acked, &mut again, "after rebuild")?;
+    }
+    Ok(())
+}
+
+/// Checks reported write pointers against the acknowledged ends and the
+/// pattern below them.
+fn verify(
+    rt: &mut Runtime,
+    array: &RaidArray,
+    acked: &[u64],
+    out: &mut TrialOutcome,
+    when: &str,
+) -> Result<(), String> {
+    let lcfg = array.config().clone();
+    let b = lcfg.lba_bytes as u64;
+    let descs = rt
+        .block_on(array.report_zones(0, ReportFilter::All, lcfg.zone_count as usize))
+        .map_err(|e| format!("{when}: report zones: {e}"))?;
+    out.reported_lbas = 0;
+    out.lost_bytes = 0;
+    let mut problems = Vec::new();
+    for (z, &a) in acked.iter().enumerate() {
+        let d = descs[z];
+        let wp = if d.state == ZoneState::Full {
+            lcfg.zone_capacity_lbas
+        } else {
+            d.write_pointer - d.start_lba
+        };
+        out.reported_lbas += wp;
+        if wp < a {
+            out.lost_bytes += (a - wp) * b;
+            problems.push(format!(
+                "zone {z}: reported WP {wp} < last acknowledged end {a} (lost {} KiB)",
+                (a - wp) * b / 1024
+            ));
+        }
+        let step = lcfg.max_transfer_lbas as u64;
+        let mut x = 0;
+        while x < wp {
+            let n = step.min(wp - x);
+            let mut buf = vec![0u8; (n * b) as usize];
+            let slba = d.start_lba + x;
+            rt.block_on(array.read(slba, &mut buf))
+                .map_err(|e| format!("{when}: read zone {z} at {x}: {e}"))?;
+            if let Some(i) = check_pattern(slba * b, &buf) {
+                problems.push(format!(
+                    "zone {z}: pattern broken at byte {} of the zone (WP {wp})",
+                    x * b + i as u64
+                ));
+                break;
+            }
+            x += n;
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("{when}: {}", problems.join("; ")))
+    }
+}
+
+/// Totals of a run.
+#[derive(Debug, Clone, Default)]
+pub struct Summary {
+    pub trials: u64,
+    pub failures: u64,
+    /// Acknowledged bytes lost, summed over failing trials.
+    pub lost_bytes: u64,
+    pub failing: Vec<TrialOutcome>,
+}
+
+impl Summary {
+    pub fn failure_rate(&self) -> f64 {
+        if self.trials == 0 {
+            0.0
+        } else {
+            self.failures as f64 / self.trials as f64
+        }
+    }
+    /// Mean loss per failing trial, in bytes.
+    pub fn mean_loss_bytes(&self) -> f64 {
+        if self.failures == 0 {
+            0.0
+        } else {
+            self.lost_bytes as f64 / self.failures as f64
+        }
+    }
+}
+
+/// Runs `trials` trials with seeds `seed, seed + 1, …`; `each` sees every outcome.
+pub fn run(
+    cfg: &CrashConfig,
+    trials: u64,
+    seed: u64,
+    each: &mut dyn FnMut(&TrialOutcome),
+) -> Summary {
+    let mut s = Summary::default();
+    for t in 0..trials {
+        let o = run_trial(cfg, seed.wrapping_add(t));
+        s.trials += 1;
+        if !o.passed() {
+            s.failures += 1;
+            s.lost_bytes += o.lost_bytes;
+            s.failing.push(o.clone());
+        }
+        each(&o);
+    }
+    s
+}

@@ -1,0 +1,1029 @@
+//! Building an array (`create`), opening one after power loss or a restart
+//! (`open`: recovery, paper §4.5 and §5.3), and rebuilding a failed member onto
+//! a spare (`rebuild`).
+//!
+//! Recovery per logical zone: the zone's generation comes from the reset
+//! records of the metadata zones (an unfinished reset is completed); a finish
+//! record makes it Full; otherwise the progress is the largest chunk count any
+//! surviving member write pointer claims (`Layout::claim`), raised by the
+//! newest valid WP-log entry (in the WP-log slots of the stripes around that
+//! progress, and in the metadata zones near the zone end). Member write
+//! pointers are then advanced to the targets of that progress, and the stripe
+//! buffer of the partial stripe is reloaded from the media — with a failed
+//! member, its chunk is rebuilt from the partial parity (Rule 1 slots, the
+//! in-place parity of the last chunk, or the metadata-zone PP records).
+
+use std::cell::{Cell, RefCell};
+use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
+
+use rand::RngCore;
+use zns_core::{
+    IoFlags, NvmeError, NvmeStatus, ReportFilter, ZoneAction, ZoneDescriptor, ZoneRecord,
+    ZoneSendCmd, ZoneSet, ZoneState, ZonedConfig, ZonedDevice,
+};
+use zns_sim::sync::Notify;
+use zns_sim::Handle;
+
+use crate::array::{
+    advance, log_wp, md_append, xor_into, Inner, MdMember, RaidArray, RaidStats, State, ZoneRt,
+};
+use crate::layout::Layout;
+use crate::md::{Record, RecordKind, WpEntry};
+use crate::{Policy, RaidError, RaidOptions};
+
+/// Checks the members and options; returns the layout and the logical config.
+pub(crate) fn validate(
+    members: &[Rc<dyn ZonedDevice>],
+    opts: &RaidOptions,
+) -> Result<(Layout, ZonedConfig), RaidError> {
+    if members.len() < 3 {
+        return Err(RaidError::TooFewMembers {
+            members: members.len(),
+        });
+    }
+    let m0 = members[0].config().clone();
+    for (i, m) in members.iter().enumerate().skip(1) {
+        let c = m.config();
+        if *c != m0 {
+            return Err(RaidError::MixedGeometry {
+                member: i,
+                detail: describe_difference(&m0, c),
+            });
+        }
+    }
+    let zrwa = m0.zrwa.ok_or(RaidError::NoZrwa)?;
+    let lba = m0.lba_bytes as u64;
+    if opts.chunk_bytes == 0 || opts.chunk_bytes % lba != 0 {
+        return Err(RaidError::ChunkNotBlocks {
+            chunk_bytes: opts.chunk_bytes,
+            lba_bytes: lba,
+        });
+    }
+    let c = opts.chunk_bytes / lba;
+    let fg = zrwa.flush_granularity_lbas;
+    if zrwa.size_lbas < 4 * fg {
+        return Err(RaidError::ZrwaTooSmall {
+            zrwa_lbas: zrwa.size_lbas,
+            fg_lbas: fg,
+        });
+    }
+    if c < 2 * fg || c % (2 * fg) != 0 {
+        return Err(RaidError::ChunkTooSmall {
+            chunk_lbas: c,
+            fg_lbas: fg,
+        });
+    }
+    if 2 * c > zrwa.size_lbas {
+        return Err(RaidError::ChunkTooLarge {
+            chunk_lbas: c,
+            zrwa_lbas: zrwa.size_lbas,
+        });
+    }
+    if c > m0.max_transfer_lbas as u64 {
+        return Err(RaidError::ChunkOverLimit {
+            chunk_lbas: c,
+            what: "maximum transfer (MDTS)",
+            limit_lbas: m0.max_transfer_lbas as u64,
+        });
+    }
+    if c + 1 > m0.append_limit_lbas() as u64 {
+        return Err(RaidError::ChunkOverLimit {
+            chunk_lbas: c,
+            what: "zone append limit (ZASL, a PP record is a chunk plus a header block)",
+            limit_lbas: m0.append_limit_lbas() as u64,
+        });
+    }
+    if m0.zone_count < 3 {
+        return Err(RaidError::TooFewZones {
+            zones: m0.zone_count,
+        });
+    }
+    let rows = m0.zone_capacity_lbas / c;
+    if rows == 0 {
+        return Err(RaidError::ZoneTooSmall {
+            cap_lbas: m0.zone_capacity_lbas,
+            chunk_lbas: c,
+        });
+    }
+    let n = members.len() as u32;
+    let layout = Layout {
+        n,
+        chunk_lbas: c,
+        rows,
+        h: zrwa.size_lbas / c / 2,
+        zrwa_lbas: zrwa.size_lbas,
+        fg_lbas: fg,
+        lba_bytes: lba,
+        member_zone_size: m0.zone_size_lbas,
+        member_zone_cap: m0.zone_capacity_lbas,
+    };
+    let lim = |x: u32| if x == 0 { u32::MAX } else { x };
+    // one open/active resource of every member is the metadata zone's
+    let active = (lim(m0.max_open_zones) - 1)
+        .min(lim(m0.max_active_zones) - 1)
+        .min(zrwa.resources);
+    if active == 0 {
+        return Err(RaidError::NoZoneResources);
+    }
+    let nd = (n - 1) as u64;
+    let cfg = ZonedConfig {
+        lba_bytes: m0.lba_bytes,
+        zone_count: m0.zone_count - 2,
+        zone_size_lbas: m0.zone_size_lbas * nd,
+        zone_capacity_lbas: layout.logical_cap(),
+        max_open_zones: active,
+        max_active_zones: active,
+        max_transfer_lbas: (m0.max_transfer_lbas as u64 * nd).min(u32::MAX as u64) as u32,
+        zone_append_limit_lbas: 0,
+        auto_close_implicit: true,
+        read_across_zone_boundary: false,
+        zrwa: None,
+    };
+    cfg.validate()
+        .map_err(|e| RaidError::NotAnArray(format!("logical geometry: {e}")))?;
+    Ok((layout, cfg))
+}
+
+fn describe_difference(a: &ZonedConfig, b: &ZonedConfig) -> String {
+    let mut d = Vec::new();
+    macro_rules! cmp {
+        ($f:ident) => {
+            if a.$f != b.$f {
+                d.push(format!(
+                    "{} = {:?} (member 0: {:?})",
+                    stringify!($f),
+                    b.$f,
+                    a.$f
+                ));
+            }
+        };
+    }
+    cmp!(lba_bytes);
+    cmp!(zone_count);
+    cmp!(zone_size_lbas);
+    cmp!(zone_capacity_lbas);
+    cmp!(max_open_zones);
+    cmp!(max_active_zones);
+    cmp!(max_transfer_lbas);
+    cmp!(zone_append_limit_lbas);
+    cmp!(auto_close_implicit);
+    cmp!(read_across_zone_boundary);
+    cmp!(zrwa);
+    d.join(", ")
+}
+
+pub(crate) fn superblock(inner: &Inner, dev: u32, epoch: u64) -> Record {
+    let policy = match inner.opts.policy {
+        Policy::Stripe => 1,
+        Policy::Chunk => 2,
+        Policy::WpLog => 3,
+    };
+    Record {
+        kind: RecordKind::Superblock,
+        array_id: inner.array_id.get(),
+        zone: 0,
+        gen: 0,
+        seq: 0,
+        f: [
+            inner.layout.n as u64,
+            dev as u64,
+            inner.layout.chunk_lbas,
+            epoch,
+            inner.cfg.zone_count as u64,
+            policy,
+        ],
+        payload: Vec::new(),
+    }
+}
+
+pub(crate) fn gen_table(inner: &Inner) -> Record {
+    let st = inner.st.borrow();
+    let mut payload = Vec::with_capacity(st.z.len() * 8);
+    for z in &st.z {
+        payload.extend_from_slice(&z.gen.to_le_bytes());
+    }
+    Record {
+        kind: RecordKind::GenTable,
+        array_id: inner.array_id.get(),
+        zone: 0,
+        gen: 0,
+        seq: st.seq,
+        f: [0; 6],
+        payload,
+    }
+}
+
+fn new_inner(
+    handle: &Handle,
+    members: Vec<Rc<dyn ZonedDevice>>,
+    layout: Layout,
+    cfg: ZonedConfig,
+    opts: RaidOptions,
+    array_id: u64,
+) -> Result<Rc<Inner>, RaidError> {
+    let n = members.len();
+    let member_cfg = members[0].config().clone();
+    let zones = ZoneSet::new(cfg.clone()).map_err(RaidError::NotAnArray)?;
+    let zcount = cfg.zone_count as usize;
+    Ok(Rc::new(Inner {
+        handle: handle.clone(),
+        members: RefCell::new(members),
+        failed: RefCell::new(vec![false; n]),
+        layout,
+        opts,
+        cfg,
+        member_cfg,
+        array_id: Cell::new(array_id),
+        st: RefCell::new(State {
+            zones,
+            z: (0..zcount).map(|_| ZoneRt::new(n)).collect(),
+            seq: 0,
+            poisoned: None,
+            stats: RaidStats::default(),
+            md: vec![
+                MdMember {
+                    cur: 0,
+                    epoch: 1,
+                    switching: false
+                };
+                n
+            ],
+        }),
+        wake: Notify::new(),
+    }))
+}
+
+fn dev_err(member: usize) -> impl Fn(NvmeError) -> RaidError {
+    move |error| RaidError::Device { member, error }
+}
+
+/// What the metadata zones say about one logical zone.
+#[derive(Default)]
+struct ZoneMd {
+    gen: u64,
+    reset_started: HashSet<u64>,
+    reset_done: HashSet<u64>,
+    finish: HashMap<u64, u64>,
+    wp_end: HashMap<u64, u64>,
+    pp: Vec<Record>,
+}
+
+impl RaidArray {
+    /// Builds a new array: resets every zone of every member and writes the
+    /// superblocks. Members must all have the same geometry (see `RaidError`).
+    pub async fn create(
+        handle: &Handle,
+        members: Vec<Rc<dyn ZonedDevice>>,
+        opts: RaidOptions,
+    ) -> Result<RaidArray, RaidError> {
+        let (layout, cfg) = validate(&members, &opts)?;
+        for (i, m) in members.iter().enumerate() {
+            m.zone_send(ZoneSendCmd {
+                action: ZoneAction::Reset,
+                slba: 0,
+                select_all: true,
+            })
+            .await
+            .map_err(dev_err(i))?;
+        }
+        let array_id = handle.rng().next_u64() | 1;
+        let inner = new_inner(handle, members, layout, cfg, opts, array_id)?;
+        for dev in 0..layout.n {
+            md_append(&inner, dev, superblock(&inner, dev, 1))
+                .await
+                .map_err(dev_err(dev as usize))?;
+        }
+        Ok(RaidArray { inner })
+    }
+
+    /// Opens an existing array (after a restart or a power loss) and recovers
+    /// every zone. Members must be given in their original order; one of them
+    /// may have failed (its commands return Host Pathing Error).
+    pub async fn open(
+        handle: &Handle,
+        members: Vec<Rc<dyn ZonedDevice>>,
+        opts: RaidOptions,
+    ) -> Result<RaidArray, RaidError> {
+        let (layout, cfg) = validate(&members, &opts)?;
+        let n = members.len();
+        let mcfg = members[0].config().clone();
+        let mut descs: Vec<Option<Vec<ZoneDescriptor>>> = Vec::new();
+        for (i, m) in members.iter().enumerate() {
+            match m
+                .report_zones(0, ReportFilter::All, mcfg.zone_count as usize)
+                .await
+            {
+                Ok(d) => descs.push(Some(d)),
+                Err(e) if e.status == NvmeStatus::HostPathingError => descs.push(None),
+                Err(e) => {
+                    return Err(RaidError::Device {
+                        member: i,
+                        error: e,
+                    })
+                }
+            }
+        }
+        let failed: Vec<usize> = (0..n).filter(|&i| descs[i].is_none()).collect();
+        if failed.len() > 1 {
+            return Err(RaidError::TooManyFailed { failed });
+        }
+        let inner = new_inner(handle, members, layout, cfg.clone(), opts, 0)?;
+        for &f in &failed {
+            inner.failed.borrow_mut()[f] = true;
+        }
+        // ---- metadata zones
+        let mut array_id: Option<u64> = None;
+        let mut zmd: Vec<ZoneMd> = (0..cfg.zone_count).map(|_| ZoneMd::default()).collect();
+        let mut max_seq = 0u64;
+        let mut sb_found = false;
+        for (dev, d) in descs.iter().enumerate() {
+            let Some(d) = d else { continue };
+            let mut best: Option<(u64, u32)> = None;
+            for which in 0..2u32 {
+                let zd = d[(mcfg.zone_count - 2 + which) as usize];
+                let used = if zd.state == ZoneState::Full {
+                    mcfg.zone_capacity_lbas
+                } else {
+                    zd.write_pointer - zd.start_lba
+                };
+                let bytes = read_range(&inner, dev as u32, zd.start_lba, used)
+                    .await
+                    .map_err(dev_err(dev))?;
+                let b = inner.lba_bytes();
+                let mut at = 0usize;
+                while at < bytes.len() {
+                    match Record::decode(&bytes[at..], b) {
+                        None => at += b,
+                        // a torn record (its payload lost at a power cut)
+                        // is skipped block by block: the zone's write
+                        // pointer rolled back into it, and later records
+                        // follow its header directly
+                        Some((None, _)) => at += b,
+                        Some((Some(rec), blocks)) => {
+                            at += blocks * b;
+                            if rec.kind == RecordKind::Superblock {
+                                if rec.f[0] != n as u64
+                                    || rec.f[1] != dev as u64
+                                    || rec.f[2] != layout.chunk_lbas
+                                {
+                                    return Err(RaidError::NotAnArray(format!(
+                                        "member {dev}: superblock says {} members, member index {}, chunk {} LBAs; expected {n}, {dev}, {}",
+                                        rec.f[0], rec.f[1], rec.f[2], layout.chunk_lbas
+                                    )));
+                                }
+                                match array_id {
+                                    None => array_id = Some(rec.array_id),
+                                    Some(a) if a != rec.array_id => {
+                                        return Err(RaidError::NotAnArray(format!(
+                                            "member {dev} belongs to another array"
+                                        )))
+                                    }
+                                    _ => {}
+                                }
+                                sb_found = true;
+                                if best.is_none_or_lt(rec.f[3]) {
+                                    best = Some((rec.f[3], which));
+                                }
+                                continue;
+                            }
+                            if Some(rec.array_id) != array_id {
+                                continue;
+                            }
+                            max_seq = max_seq.max(rec.seq);
+                            apply_record(&mut zmd, rec);
+                        }
+                    }
+                }
+            }
+            if let Some((epoch, which)) = best {
+                inner.st.borrow_mut().md[dev] = MdMember {
+                    cur: which,
+                    epoch,
+                    switching: false,
+                };
+            }
+        }
+        if !sb_found {
+            return Err(RaidError::NotAnArray(
+                "no superblock in the members' metadata zones".into(),
+            ));
+        }
+        let array_id = array_id.unwrap_or(0);
+        inner.array_id.set(array_id);
+        for (zi, zm) in zmd.iter().enumerate() {
+            inner.st.borrow_mut().z[zi].gen = zm.gen;
+        }
+        inner.st.borrow_mut().seq = max_seq;
+        // ---- zones
+        let mut records = Vec::new();
+        for zone in 0..cfg.zone_count {
+            let member_descs: Vec<Option<ZoneDescriptor>> = descs
+                .iter()
+                .map(|d| d.as_ref().map(|v| v[zone as usize]))
+                .collect();
+            let rec = recover_zone(&inner, zone, &zmd[zone as usize], &member_descs)
+                .await
+                .map_err(dev_err(usize::MAX))?;
+            records.push(rec);
+        }
+        let zones = ZoneSet::from_snapshot(cfg, &records).map_err(RaidError::NotAnArray)?;
+        inner.st.borrow_mut().zones = zones;
+        let seq = inner.st.borrow().seq;
+        inner.st.borrow_mut().seq = seq + 1;
+        Ok(RaidArray { inner })
+    }
+
+    /// Rebuilds failed member `index` onto `spare` (a device with the same
+    /// geometry): every written zone's chunks are reconstructed from the
+    /// surviving members (XOR of the row; the partial stripe from the stripe
+    /// buffer), partial parity and WP-log slots are rewritten, and the spare's
+    /// write pointers are set as the original's were. The spare then replaces
+    /// the member.
+    pub async fn rebuild(&self, index: usize, spare: Rc<dyn ZonedDevice>) -> Result<(), RaidError> {
+        let inner = &self.inner;
+        let l = inner.layout;
+        if index >= inner.n() || !inner.failed.borrow()[index] {
+            return Err(RaidError::Rebuild(format!(
+                "member {index} is not a failed member of this array"
+            )));
+        }
+        if *spare.config() != inner.member_cfg {
+            return Err(RaidError::MixedGeometry {
+                member: index,
+                detail: describe_difference(&inner.member_cfg, spare.config()),
+            });
+        }
+        self.quiesce().await;
+        if let Some(e) = inner.st.borrow().poisoned {
+            return Err(RaidError::Rebuild(format!("array is stopped: {e}")));
+        }
+        let err = dev_err(index);
+        spare
+            .zone_send(ZoneSendCmd {
+                action: ZoneAction::Reset,
+                slba: 0,
+                select_all: true,
+            })
+            .await
+            .map_err(&err)?;
+        // install the spare: from now on the array writes to it
+        inner.members.borrow_mut()[index] = spare.clone();
+        inner.failed.borrow_mut()[index] = false;
+        inner.st.borrow_mut().md[index] = MdMember {
+            cur: 0,
+            epoch: 1,
+            switching: false,
+        };
+        let dev = index as u32;
+        md_append(inner, dev, superblock(inner, dev, 1))
+            .await
+            .map_err(&err)?;
+        md_append(inner, dev, gen_table(inner))
+            .await
+            .map_err(&err)?;
+        let b = inner.lba_bytes();
+        let c = l.chunk_lbas;
+        let sl = l.stripe_lbas();
+        let nd = l.data_chunks() as u32;
+        for zone in 0..inner.cfg.zone_count {
+            let (state, internal_wp, d, gen, buf, buf_stripe) = {
+                let st = inner.st.borrow();
+                let desc = st.zones.descriptor(zone).expect("zone in range");
+                let z = &st.z[zone as usize];
+                (
+                    desc.state,
+                    st.zones.write_pointer(zone).unwrap_or(desc.start_lba),
+                    z.frontier,
+                    z.gen,
+                    z.buf.clone(),
+                    z.buf_stripe,
+                )
+            };
+            let zstart = inner.mzone_start(zone);
+            if state == ZoneState::Empty {
+                continue;
+            }
+            let full = state == ZoneState::Full;
+            let d = if full {
+                internal_wp - inner.logical_zone_start(zone)
+            } else {
+                d
+            };
+            let s_full = d / sl;
+            let r = d % sl;
+            if !full {
+                spare
+                    .zone_send(ZoneSendCmd {
+                        action: ZoneAction::Open { zrwa: true },
+                        slba: zstart,
+                        select_all: false,
+                    })
+                    .await
+                    .map_err(&err)?;
+                inner.st.borrow_mut().z[zone as usize].member_wp[index] = 0;
+            }
+            let target = if full {
+                l.member_zone_cap
+            } else {
+                l.targets(zone, d, inner.opts.policy).0[index]
+            };
+            // complete rows: XOR of the other members
+            for row in 0..s_full {
+                let mut chunk = vec![0u8; c as usize * b];
+                for other in 0..l.n {
+                    if other == dev {
+                        continue;
+                    }
+                    let part = read_range(inner, other, zstart + row * c, c)
+                        .await
+                        .map_err(dev_err(other as usize))?;
+                    xor_into(&mut chunk, &part);
+                }
+                spare
+                    .write(zstart + row * c, &chunk, IoFlags::NONE)
+                    .await
+                    .map_err(&err)?;
+                if !full {
+                    advance(inner, zone, gen, dev, ((row + 1) * c).min(target))
+                        .await
+                        .map_err(&err)?;
+                }
+            }
+            // the partial stripe, from the stripe buffer
+            let have_buf = !buf.is_empty() && buf_stripe == s_full && r > 0;
+            if have_buf {
+                let j = (r / c) as u32;
+                let e = r % c;
+                let q = l.seq_of(zone, s_full, dev);
+                let content: Option<Vec<u8>> = if q < nd {
+                    let len = if q < j {
+                        c
+                    } else if q == j {
+                        e
+                    } else {
+                        0
+                    };
+                    let from = q as usize * c as usize * b;
+                    (len > 0).then(|| buf[from..from + len as usize * b].to_vec())
+                } else if j == nd - 1 && e > 0 {
+                    Some(xor_range(&buf, c, b, nd - 1, 0, e))
+                } else {
+                    None
+                };
+                if let Some(data) = content {
+                    spare
+                        .write(zstart + s_full * c, &data, IoFlags::NONE)
+                        .await
+                        .map_err(&err)?;
+                }
+                if !full {
+                    // partial parity held by this member (Rule 1 slots)
+                    if let Some(row) = l.slot_row(s_full) {
+                        let mut pps = Vec::new();
+                        if e > 0 && j + 1 < nd {
+                            pps.push((j, e));
+                        }
+                        if j >= 1 {
+                            pps.push((j - 1, c));
+                        }
+                        for (m, len) in pps {
+                            if l.pp_dev(zone, s_full, m) == dev {
+                                let pp = xor_range(&buf, c, b, m, 0, len);
+                                spare
+                                    .write(zstart + l.member_off(row, 0), &pp, IoFlags::NONE)
+                                    .await
+                                    .map_err(&err)?;
+                            }
+                        }
+                    }
+                }
+            }
+            if full {
+                if l.rows * c < l.member_zone_cap || d < l.logical_cap() {
+                    spare
+                        .zone_send(ZoneSendCmd {
+                            action: ZoneAction::Finish,
+                            slba: zstart,
+                            select_all: false,
+                        })
+                        .await
+                        .map_err(&err)?;
+                }
+                inner.st.borrow_mut().z[zone as usize].member_wp[index] = l.member_zone_cap;
+                continue;
+            }
+            advance(inner, zone, gen, dev, target).await.map_err(&err)?;
+            if inner.opts.policy != Policy::Stripe && d > 0 {
+                inner.st.borrow_mut().z[zone as usize].logged_end = 0;
+                log_wp(inner, zone, gen, d).await.map_err(&err)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// XOR of chunks 0..=m of a stripe buffer at in-chunk blocks [x, y).
+fn xor_range(buf: &[u8], c: u64, b: usize, m: u32, x: u64, y: u64) -> Vec<u8> {
+    let mut out = vec![0u8; (y - x) as usize * b];
+    for i in 0..=m as usize {
+        let from = (i * c as usize + x as usize) * b;
+        let len = out.len();
+        xor_into(&mut out, &buf[from..from + len]);
+    }
+    out
+}
+
+trait NoneOrLt {
+    fn is_none_or_lt(&self, v: u64) -> bool;
+}
+impl NoneOrLt for Option<(u64, u32)> {
+    fn is_none_or_lt(&self, v: u64) -> bool {
+        match self {
+            None => true,
+            Some((e, _)) => *e < v,
+        }
+    }
+}
+
+fn apply_record(zmd: &mut [ZoneMd], rec: Record) {
+    if rec.kind == RecordKind::GenTable {
+        for (i, chunk) in rec.payload.chunks_exact(8).enumerate() {
+            if let Some(z) = zmd.get_mut(i) {
+                let g = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
+                z.gen = z.gen.max(g);
+                // a generation in the table was reset completely
+                z.reset_done.insert(g);
+            }
+        }
+        return;
+    }
+    let Some(z) = zmd.get_mut(rec.zone as usize) else {
+        return;
+    };
+    match rec.kind {
+        RecordKind::Reset => {
+            z.gen = z.gen.max(rec.gen);
+            z.reset_started.insert(rec.gen);
+        }
+        RecordKind::ResetDone => {
+            z.gen = z.gen.max(rec.gen);
+            z.reset_done.insert(rec.gen);
+        }
+        RecordKind::Finish => {
+            let e = z.finish.entry(rec.gen).or_insert(0);
+            *e = (*e).max(rec.f[0]);
+        }
+        RecordKind::WpLog => {
+            let e = z.wp_end.entry(rec.gen).or_insert(0);
+            *e = (*e).max(rec.f[0]);
+        }
+        RecordKind::Pp => z.pp.push(rec),
+        RecordKind::Superblock | RecordKind::GenTable => {}
+    }
+}
+
+/// Reads `nlb` blocks at member LBA `slba` in MDTS-sized commands.
+pub(crate) async fn read_range(
+    inner: &Inner,
+    dev: u32,
+    slba: u64,
+    nlb: u64,
+) -> Result<Vec<u8>, NvmeError> {
+    let b = inner.lba_bytes();
+    let mut out = vec![0u8; nlb as usize * b];
+    let m = inner
+        .member(dev)
+        .ok_or(NvmeError::injected(NvmeStatus::HostPathingError))?;
+    let step = inner.member_cfg.max_transfer_lbas as u64;
+    let mut x = 0;
+    while x < nlb {
+        let len = step.min(nlb - x);
+        m.read(slba + x, &mut out[x as usize * b..(x + len) as usize * b])
+            .await?;
+        x += len;
+    }
+    Ok(out)
+}
+
+async fn reset_member_zone(inner: &Rc<Inner>, zone: u32) -> Result<(), NvmeError> {
+    for dev in 0..inner.layout.n {
+        let Some(m) = inner.member(dev) else { continue };
+        let r = m
+            .zone_send(ZoneSendCmd {
+                action: ZoneAction::Reset,
+                slba: inner.mzone_start(zone),
+                select_all: false,
+            })
+            .await;
+        inner.member_result(dev, r)?;
+        inner.st.borrow_mut().z[zone as usize].member_wp[dev as usize] = 0;
+    }
+    Ok(())
+}
+
+async fn recover_zone(
+    inner: &Rc<Inner>,
+    zone: u32,
+    zm: &ZoneMd,
+    descs: &[Option<ZoneDescriptor>],
+) -> Result<ZoneRecord, NvmeError> {
+    let l = inner.layout;
+    let start = inner.logical_zone_start(zone);
+    let cap = l.logical_cap();
+    let gen = zm.gen;
+    let record = |state, wp: u64, early: bool| ZoneRecord {
+        state,
+        write_pointer: start + wp,
+        zrwa: false,
+        finished_early: early,
+        finished_by_controller: false,
+    };
+    let mut any_written = false;
+    for (dev, d) in descs.iter().enumerate() {
+        if let Some(d) = d {
+            let wp = if d.state == ZoneState::Full {
+                l.member_zone_cap
+            } else {
+                d.write_pointer - d.start_lba
+            };
+            inner.st.borrow_mut().z[zone as usize].member_wp[dev] = wp;
+            if d.state != ZoneState::Empty {
+                any_written = true;
+            }
+        }
+    }
+    if zm.reset_started.contains(&gen) && !zm.reset_done.contains(&gen) {
+        // a reset was cut short: finish it
+        reset_member_zone(inner, zone).await?;
+        for dev in 0..l.n {
+            let rec = Record {
+                kind: RecordKind::ResetDone,
+                array_id: inner.array_id.get(),
+                zone,
+                gen,
+                seq: inner.st.borrow().seq + 1,
+                f: [0; 6],
+                payload: Vec::new(),
+            };
+            md_append(inner, dev, rec).await?;
+        }
+        return Ok(record(ZoneState::Empty, 0, false));
+    }
+    if let Some(&end) = zm.finish.get(&gen) {
+        for dev in 0..l.n {
+            let Some(m) = inner.member(dev) else { continue };
+            if descs[dev as usize].is_some_and(|d| d.state != ZoneState::Full) {
+                let r = m
+                    .zone_send(ZoneSendCmd {
+                        action: ZoneAction::Finish,
+                        slba: inner.mzone_start(zone),
+                        select_all: false,
+                    })
+                    .await;
+                inner.member_result(dev, r)?;
+            }
+            inner.st.borrow_mut().z[zone as usize].member_wp[dev as usize] = l.member_zone_cap;
+        }
+        let end = end.min(cap);
+        let mut st = inner.st.borrow_mut();
+        let z = &mut st.z[zone as usize];
+        z.ready = true;
+        z.set_progress(end);
+        return Ok(if end >= cap {
+            record(ZoneState::Full, cap, false)
+        } else {
+            record(ZoneState::Full, end, true)
+        });
+    }
+    // progress claimed by the member write pointers
+    let mut k = 0;
+    for (dev, d) in descs.iter().enumerate() {
+        if d.is_some() {
+            let wp = inner.st.borrow().z[zone as usize].member_wp[dev];
+            k = k.max(l.claim(zone, dev as u32, wp));
+        }
+    }
+    let dp = k * l.chunk_lbas;
+    let mut d = dp;
+    if inner.opts.policy == Policy::Stripe {
+        d = dp / l.stripe_lbas() * l.stripe_lbas();
+    } else if any_written {
+        d = d.max(scan_wplogs(inner, zone, gen, dp, zm).await?);
+    }
+    let d = d.min(cap);
+    if d == 0 {
+        if any_written {
+            reset_member_zone(inner, zone).await?;
+        }
+        return Ok(record(ZoneState::Empty, 0, false));
+    }
+    {
+        let mut st = inner.st.borrow_mut();
+        let z = &mut st.z[zone as usize];
+        z.ready = true;
+        z.set_progress(d);
+    }
+    if d < cap {
+        reload_stripe(inner, zone, d, zm).await?;
+    }
+    let (t, pair) = l.targets(zone, d, inner.opts.policy);
+    for dev in pair
+        .iter()
+        .copied()
+        .chain((0..l.n).filter(|x| !pair.contains(x)))
+    {
+        advance(inner, zone, gen, dev, t[dev as usize]).await?;
+    }
+    if d >= cap {
+        if l.rows * l.chunk_lbas < l.member_zone_cap {
+            for dev in 0..l.n {
+                let Some(m) = inner.member(dev) else { continue };
+                let r = m
+                    .zone_send(ZoneSendCmd {
+                        action: ZoneAction::Finish,
+                        slba: inner.mzone_start(zone),
+                        select_all: false,
+                    })
+                    .await;
+                inner.member_result(dev, r)?;
+            }
+        }
+        return Ok(record(ZoneState::Full, cap, false));
+    }
+    Ok(record(ZoneState::Closed, d, false))
+}
+
+/// The largest end of a valid WP-log entry of the zone's generation, in the
+/// WP-log slots of the stripes around progress `dp` and in the metadata zones.
+async fn scan_wplogs(
+    inner: &Rc<Inner>,
+    zone: u32,
+    gen: u64,
+    dp: u64,
+    zm: &ZoneMd,
+) -> Result<u64, NvmeError> {
+    let l = inner.layout;
+    let sl = l.stripe_lbas();
+    let cap = l.logical_cap();
+    let mut best = zm.wp_end.get(&gen).copied().unwrap_or(0);
+    let s_lo = (dp / sl).saturating_sub(1);
+    let s_hi = (dp / sl + l.h + 1).min(l.rows - 1);
+    let b = inner.lba_bytes();
+    for s in s_lo..=s_hi {
+        let Some(row) = l.slot_row(s) else { continue };
+        for dev in l.wplog_devs(zone, s) {
+            if inner.member(dev).is_none() {
+                continue;
+            }
+            let bytes = read_range(
+                inner,
+                dev,
+                inner.mzone_start(zone) + l.member_off(row, 0),
+                l.wplog_slots(),
+            )
+            .await?;
+            for block in bytes.chunks_exact(b) {
+                let Some(e) = WpEntry::decode(block) else {
+                    continue;
+                };
+                if e.array_id == inner.array_id.get()
+                    && e.zone == zone
+                    && e.gen == gen
+                    && e.end > s * sl
+                    && e.end <= ((s + 1) * sl).min(cap)
+                {
+                    best = best.max(e.end);
+                    let mut st = inner.st.borrow_mut();
+                    st.seq = st.seq.max(e.seq);
+                }
+            }
+        }
+    }
+    Ok(best)
+}
+
+/// Reloads the stripe buffer of the partial stripe at progress `d`; a failed
+/// member's chunk is rebuilt from the partial parity.
+async fn reload_stripe(inner: &Rc<Inner>, zone: u32, d: u64, zm: &ZoneMd) -> Result<(), NvmeError> {
+    let l = inner.layout;
+    let b = inner.lba_bytes();
+    let c = l.chunk_lbas;
+    let sl = l.stripe_lbas();
+    let nd = l.data_chunks() as u32;
+    let s = d / sl;
+    let r = d - s * sl;
+    if r == 0 {
+        let mut st = inner.st.borrow_mut();
+        let z = &mut st.z[zone as usize];
+        z.buf = Vec::new();
+        z.buf_stripe = s;
+        return Ok(());
+    }
+    let zstart = inner.mzone_start(zone);
+    let j = (r / c) as u32;
+    let e = r % c;
+    let mut buf = vec![0u8; sl as usize * b];
+    let mut missing = None;
+    for i in 0..nd {
+        let len = if i < j {
+            c
+        } else if i == j {
+            e
+        } else {
+            0
+        };
+        if len == 0 {
+            continue;
+        }
+        let dev = l.data_dev(zone, s, i);
+        if inner.member(dev).is_none() {
+            missing = Some(i);
+            continue;
+        }
+        let data = read_range(inner, dev, zstart + l.member_off(s, 0), len).await?;
+        let from = i as usize * c as usize * b;
+        buf[from..from + data.len()].copy_from_slice(&data);
+    }
+    if let Some(i) = missing {
+        // [0, e): data through chunk j; [e, c): through chunk j − 1
+        let mut segs = Vec::new();
+        if e > 0 && i <= j {
+            segs.push((j, 0, e));
+        }
+        if j >= 1 && i < j {
+            segs.push((j - 1, e, c));
+        }
+        for (m, x, y) in segs {
+            let mut val = read_pp(inner, zone, s, m, x, y, zm).await?;
+            for other in 0..=m {
+                if other == i {
+                    continue;
+                }
+                let from = (other as usize * c as usize + x as usize) * b;
+                let len = val.len();
+                xor_into(&mut val, &buf[from..from + len]);
+            }
+            let to = (i as usize * c as usize + x as usize) * b;
+            buf[to..to + val.len()].copy_from_slice(&val);
+        }
+    }
+    let mut st = inner.st.borrow_mut();
+    let z = &mut st.z[zone as usize];
+    z.buf = buf;
+    z.buf_stripe = s;
+    z.par_prefix = if j == nd - 1 { e } else { 0 };
+    Ok(())
+}
+
+/// Partial parity "XOR through data chunk m" of stripe `s` at in-chunk blocks [x, y).
+async fn read_pp(
+    inner: &Rc<Inner>,
+    zone: u32,
+    s: u64,
+    m: u32,
+    x: u64,
+    y: u64,
+    zm: &ZoneMd,
+) -> Result<Vec<u8>, NvmeError> {
+    let l = inner.layout;
+    let b = inner.lba_bytes();
+    let zstart = inner.mzone_start(zone);
+    if m == l.data_chunks() as u32 - 1 {
+        return read_range(
+            inner,
+            l.parity_dev(zone, s),
+            zstart + l.member_off(s, x),
+            y - x,
+        )
+        .await;
+    }
+    if let Some(row) = l.slot_row(s) {
+        return read_range(
+            inner,
+            l.pp_dev(zone, s, m),
+            zstart + l.member_off(row, x),
+            y - x,
+        )
+        .await;
+    }
+    let gen = inner.st.borrow().z[zone as usize].gen;
+    let mut out = vec![0u8; (y - x) as usize * b];
+    let mut recs: Vec<&Record> = zm
+        .pp
+        .iter()
+        .filter(|r| r.gen == gen && r.f[0] == s && r.f[1] == m as u64)
+        .collect();
+    recs.sort_by_key(|r| r.seq);
+    for rec in recs {
+        let (r0, rn) = (rec.f[2], rec.f[3]);
+        for blk in r0.max(x)..(r0 + rn).min(y) {
+            let src = ((blk - r0) as usize) * b;
+            let dst = ((blk - x) as usize) * b;
+            if src + b <= rec.payload.len() {
+                out[dst..dst + b].copy_from_slice(&rec.payload[src..src + b]);
+            }
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,90 @@
+#![allow(dead_code)]
+
+use std::rc::Rc;
+
+use zns_core::ZonedDevice;
+use zns_device::{Controller, ControllerOptions, Profile, StoreKind};
+use zns_raid::{RaidArray, RaidError, RaidOptions};
+use zns_sim::timing::HostStack;
+use zns_sim::Runtime;
+
+pub fn profile(name: &str, overrides: &[(&str, &str)]) -> Profile {
+    let p = Profile::builtin(name).unwrap();
+    let o: Vec<(String, String)> = overrides
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    p.with_overrides(&o).unwrap()
+}
+
+/// The ZN540 shrunk to 8 zones of 1 MiB capacity (ZRWA 1 MiB / 16 KiB: H = 8
+/// with 64 KiB chunks): every corner case comes up quickly.
+pub fn small_zn540() -> Profile {
+    profile(
+        "zn540",
+        &[
+            ("namespace.0.zone_count", "8"),
+            ("namespace.0.zone_size_lbas", "512"),
+            ("namespace.0.zone_capacity_lbas", "448"),
+        ],
+    )
+}
+
+/// `tiny` with a non-volatile cache (ZRWA 64 KiB / 16 KiB: chunk 32 KiB, H = 1).
+pub fn tiny_keep() -> Profile {
+    profile(
+        "tiny",
+        &[
+            ("power_loss.completed_unflushed", "keep"),
+            ("power_loss.in_flight", "torn"),
+        ],
+    )
+}
+
+pub fn controllers(rt: &Runtime, p: &Profile, n: usize) -> Vec<Controller> {
+    (0..n)
+        .map(|_| {
+            Controller::new(
+                &rt.handle(),
+                p.clone(),
+                ControllerOptions {
+                    store: StoreKind::Memory,
+                    host_stack: HostStack::Spdk,
+                },
+            )
+            .unwrap()
+        })
+        .collect()
+}
+
+pub fn devs(ctrls: &[Controller]) -> Vec<Rc<dyn ZonedDevice>> {
+    ctrls
+        .iter()
+        .map(|c| Rc::new(c.first_zoned().unwrap()) as Rc<dyn ZonedDevice>)
+        .collect()
+}
+
+pub fn create(
+    rt: &mut Runtime,
+    p: &Profile,
+    n: usize,
+    opts: RaidOptions,
+) -> Result<(Vec<Controller>, RaidArray), RaidError> {
+    let ctrls = controllers(rt, p, n);
+    let h = rt.handle();
+    let a = rt.block_on(RaidArray::create(&h, devs(&ctrls), opts))?;
+    Ok((ctrls, a))
+}
+
+/// Deterministic test data for logical LBA `lba`, block size `b`, salted.
+pub fn block_data(lba: u64, salt: u64, b: usize) -> Vec<u8> {
+    let mut x = lba.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ salt.wrapping_mul(0xD1B5_4A32_D192_ED03);
+    (0..b)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
