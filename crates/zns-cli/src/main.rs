@@ -368,7 +368,20 @@ impl From<DeviceError> for CliError {
     }
 }
 
+/// A closed stdout (`zns … | head`) ends the process quietly, as for other
+/// Unix tools, instead of making `println!` panic: restore SIGPIPE's default
+/// action, which the Rust runtime sets to "ignore".
+fn die_quietly_on_closed_pipes() {
+    #[cfg(unix)]
+    // SAFETY: signal() with SIG_DFL installs no handler code; it is called
+    // once, before any other thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn main() -> ExitCode {
+    die_quietly_on_closed_pipes();
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => code,

@@ -166,3 +166,34 @@ fn bench_writes_into_a_device_image_and_the_zones_stay_written() {
     let text = stdout(&o);
     assert_eq!(text.matches("\"FULL\"").count(), 2, "{text}");
 }
+
+#[test]
+fn a_closed_stdout_ends_zns_quietly() {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_zns"))
+        .args([
+            "bench",
+            "--name=w",
+            "--filename=tiny",
+            "--rw=write",
+            "--bs=4k",
+            "--direct=1",
+            "--zonemode=zbd",
+            "--size=2z",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run zns");
+    drop(child.stdout.take()); // the reader goes away before zns writes
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    child.wait().unwrap();
+    assert!(!err.contains("panicked"), "{err}");
+}
