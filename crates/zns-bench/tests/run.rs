@@ -1,3 +1,7 @@
+//! The runner end to end through the public API: latencies of the emulated
+//! ZN540 through job files, zbd rules, zone ops, ZRWA, rate, flow, open-zone
+//! limits, conventional namespaces and determinism.
+
 use zns_bench::job::{parse_args, parse_job_file};
 use zns_bench::run::run_jobs;
 

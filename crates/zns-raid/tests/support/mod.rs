@@ -1,3 +1,5 @@
+//! Shared by the zns-raid tests: member profiles (shrunk ZN540, tiny) that keep
+//! their bytes, arrays built from them, and per-block test data keyed by LBA.
 #![allow(dead_code)]
 
 use std::rc::Rc;
