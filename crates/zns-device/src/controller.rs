@@ -1281,7 +1281,9 @@ fn log_pending(
 
 /// Per (namespace, zone): the end LBA of the furthest FUA write completed by
 /// `now_ns`. A zone's medium is written in order, so everything before it in the
-/// zone is durable too.
+/// zone is durable too — except in a zone holding a ZRWA, whose writes land in
+/// any order inside the window: there a FUA write makes only its own data
+/// durable.
 fn fua_durable_ends(st: &State, now_ns: u64) -> HashMap<(u32, u32), u64> {
     let mut durable_end: HashMap<(u32, u32), u64> = HashMap::new();
     for w in st
@@ -1289,12 +1291,22 @@ fn fua_durable_ends(st: &State, now_ns: u64) -> HashMap<(u32, u32), u64> {
         .iter()
         .filter(|w| w.fua && w.complete_ns <= now_ns)
     {
-        if let Some(z) = zone_of_write(&st.namespaces, w) {
+        if let Some(z) = zone_of_write(&st.namespaces, w).filter(|&z| !zone_has_zrwa(st, w.ns, z)) {
             let e = durable_end.entry((w.ns, z)).or_insert(0);
             *e = (*e).max(w.slba + w.nlb);
         }
     }
     durable_end
+}
+
+/// A ZRWA is allocated to the zone now.
+fn zone_has_zrwa(st: &State, ns: u32, zone: u32) -> bool {
+    match &st.namespaces[ns as usize] {
+        NsState::Zoned { zones, .. } => zones
+            .descriptor(zone)
+            .is_some_and(|d| d.attributes.zrwa_valid),
+        NsState::Conventional { .. } => false,
+    }
 }
 
 /// The zone a pending write went to (None on a conventional namespace).

@@ -274,3 +274,73 @@ fn zrwa_contents_follow_the_profile_policy() {
         );
     }
 }
+
+/// In a zone holding a ZRWA, writes land in any order inside the window, so a
+/// completed FUA write makes only its own data durable: a lower write still in
+/// flight at the power cut follows the in-flight policy (here: dropped).
+#[test]
+fn a_fua_write_in_a_zrwa_does_not_make_a_lower_write_in_flight_durable() {
+    let mut rt = Runtime::new(5);
+    let profile = Profile::builtin("zn540")
+        .unwrap()
+        .with_overrides(&[
+            ("power_loss.zrwa".into(), "\"keep\"".into()),
+            ("power_loss.in_flight".into(), "\"drop\"".into()),
+        ])
+        .unwrap();
+    let ctrl = Controller::new(
+        &rt.handle(),
+        profile,
+        ControllerOptions {
+            store: StoreKind::Stamp,
+            host_stack: HostStack::Spdk,
+        },
+    )
+    .unwrap();
+    let dev = ctrl.first_zoned().unwrap();
+    // the ZN540 has a power-loss-protected buffer: FUA costs nothing extra
+    let zslba = 524_288;
+    rt.block_on(dev.zone_send(zns_core::ZoneSendCmd {
+        action: zns_core::ZoneAction::Open { zrwa: true },
+        slba: zslba,
+        select_all: false,
+    }))
+    .unwrap();
+    let h = rt.handle();
+    let (d1, d2) = (dev.clone(), dev.clone());
+    // B: blocks 8..12 with FUA, submitted first, completes first
+    let b = h.spawn(async move {
+        let mut buf = vec![0u8; 4 * 4096];
+        fill_stamps(&mut buf, 4096, 900 + 8);
+        d1.write(zslba + 8, &buf, IoFlags::FUA).await
+    });
+    // A: blocks 0..8, lower in the window, still in flight when B completes
+    let a = h.spawn(async move {
+        let mut buf = vec![0u8; 8 * 4096];
+        fill_stamps(&mut buf, 4096, 900);
+        d2.write(zslba, &buf, IoFlags::NONE).await
+    });
+    let c = ctrl.clone();
+    let a_result = rt.block_on(async move {
+        b.await.unwrap();
+        c.power_cut();
+        a.await
+    });
+    assert!(a_result.is_err(), "A must still be in flight at the cut");
+    ctrl.power_on();
+    let read_tag = |rt: &mut Runtime, lba: u64| {
+        let mut one = vec![0u8; 4096];
+        rt.block_on(dev.read(lba, &mut one)).unwrap();
+        stamp::tag_of(&one)
+    };
+    assert_eq!(
+        read_tag(&mut rt, zslba + 9),
+        Some(909),
+        "the FUA data survives"
+    );
+    assert_eq!(
+        read_tag(&mut rt, zslba + 1),
+        None,
+        "the in-flight write below it is dropped"
+    );
+}
