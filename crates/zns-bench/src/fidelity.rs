@@ -29,7 +29,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use serde::Serialize;
 use serde_json::Value as Json;
@@ -1019,11 +1018,13 @@ pub struct CurveResult {
     pub plot_error: Option<String>,
 }
 
-/// Host time spent on one job file.
+/// One job file the suite ran. (Host time is the caller's to measure: this
+/// library stays deterministic and never reads the wall clock.)
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct JobFileRun {
     pub job: String,
-    pub host_seconds: f64,
+    /// Virtual time the file's run took, from its fio JSON.
+    pub virtual_seconds: Option<f64>,
     pub error: Option<String>,
 }
 
@@ -1034,7 +1035,6 @@ pub struct FidelityReport {
     pub targets: Vec<TargetResult>,
     pub curves: Vec<CurveResult>,
     pub job_files: Vec<JobFileRun>,
-    pub host_seconds: f64,
     pub passed: usize,
     pub failed: usize,
     pub pending: usize,
@@ -1195,7 +1195,6 @@ pub fn run_fidelity(
     opts: &FidelityOptions,
     progress: &mut dyn FnMut(usize, usize, &str),
 ) -> Result<FidelityReport, FidelityError> {
-    let started = Instant::now();
     let suite = Suite::load(&opts.experiments_dir)?;
     let dir = &suite.dir;
     let targets: Vec<&Target> = suite
@@ -1244,11 +1243,14 @@ pub fn run_fidelity(
     let mut runs = Vec::new();
     for (i, j) in needed.iter().enumerate() {
         progress(i, total, j);
-        let t0 = Instant::now();
         let r = run_job_file(dir, j, opts.seed);
         runs.push(JobFileRun {
             job: j.clone(),
-            host_seconds: t0.elapsed().as_secs_f64(),
+            virtual_seconds: r
+                .as_ref()
+                .ok()
+                .and_then(|d| json_path(d, "znskit.virtual_ns"))
+                .map(|ns| ns / 1e9),
             error: r.as_ref().err().cloned(),
         });
         docs.insert(j.clone(), r);
@@ -1399,7 +1401,6 @@ pub fn run_fidelity(
         targets: results,
         curves: curve_results,
         job_files: runs,
-        host_seconds: started.elapsed().as_secs_f64(),
     })
 }
 
@@ -1513,9 +1514,12 @@ impl FidelityReport {
         }
         let _ = writeln!(
             s,
-            "\n{} job files in {:.1} s host time (seed {})",
+            "\n{} job files, {:.1} s of virtual time (seed {})",
             self.job_files.len(),
-            self.host_seconds,
+            self.job_files
+                .iter()
+                .filter_map(|j| j.virtual_seconds)
+                .sum::<f64>(),
             self.seed
         );
         s

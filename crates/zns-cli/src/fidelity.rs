@@ -63,7 +63,16 @@ pub fn fidelity(args: FidelityArgs) -> Result<ExitCode, CliError> {
         );
         bar
     });
+    // Host time is measured here, outside the deterministic library: the
+    // interval between two progress calls is one job file's run.
+    let started = std::time::Instant::now();
+    let mut file_started = started;
+    let mut host_per_file: Vec<f64> = Vec::new();
     let result = fidelity::run_fidelity(&opts, &mut |done, total, current| {
+        if done > 0 {
+            host_per_file.push(file_started.elapsed().as_secs_f64());
+        }
+        file_started = std::time::Instant::now();
         if let Some(bar) = &bar {
             bar.set_length(total as u64);
             bar.set_position(done as u64);
@@ -78,14 +87,20 @@ pub fn fidelity(args: FidelityArgs) -> Result<ExitCode, CliError> {
         FidelityError::NoMatch(_) => CliError::Usage(format!("fidelity: --filter: {e}")),
         other => CliError::Input(other.to_string()),
     })?;
+    let host_seconds = started.elapsed().as_secs_f64();
     if args.json {
+        let mut doc = report.to_json();
+        doc["host_seconds"] = serde_json::json!(host_seconds);
+        for (j, secs) in host_per_file.iter().enumerate() {
+            doc["job_files"][j]["host_seconds"] = serde_json::json!(secs);
+        }
         println!(
             "{}",
-            serde_json::to_string_pretty(&report.to_json())
-                .map_err(|e| CliError::Io(e.to_string()))?
+            serde_json::to_string_pretty(&doc).map_err(|e| CliError::Io(e.to_string()))?
         );
     } else {
         print!("{}", report.to_text());
+        println!("host time {host_seconds:.1} s");
     }
     Ok(if report.all_passed() {
         ExitCode::SUCCESS
