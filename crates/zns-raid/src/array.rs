@@ -273,6 +273,28 @@ impl Inner {
         zone as u64 * self.cfg.zone_size_lbas
     }
 
+    /// Zone Management Send `action` to member `dev`'s zone of logical zone
+    /// `zone`; `Ok(false)` when the member has failed (nothing is sent),
+    /// errors handled as [`Inner::member_result`] does.
+    pub async fn member_zone_send(
+        &self,
+        dev: u32,
+        zone: u32,
+        action: ZoneAction,
+    ) -> Result<bool, NvmeError> {
+        let Some(m) = self.member(dev) else {
+            return Ok(false);
+        };
+        let r = m
+            .zone_send(ZoneSendCmd {
+                action,
+                slba: self.mzone_start(zone),
+                select_all: false,
+            })
+            .await;
+        self.member_result(dev, r).map(|()| true)
+    }
+
     /// Handles a member command's error: a failed member is recorded and the
     /// command counts as done (the array runs degraded); anything else poisons
     /// the array (power loss) and is returned.
@@ -626,15 +648,10 @@ async fn ensure_ready(inner: &Rc<Inner>, zone: u32, gen: u64) -> Result<(), Nvme
     inner.st.borrow_mut().z[zone as usize].opening = true;
     let mut result = Ok(());
     for dev in 0..inner.layout.n {
-        let Some(m) = inner.member(dev) else { continue };
-        let r = m
-            .zone_send(ZoneSendCmd {
-                action: ZoneAction::Open { zrwa: true },
-                slba: inner.mzone_start(zone),
-                select_all: false,
-            })
+        let opened = inner
+            .member_zone_send(dev, zone, ZoneAction::Open { zrwa: true })
             .await;
-        if let Err(e) = inner.member_result(dev, r) {
+        if let Err(e) = opened {
             result = Err(e);
             break;
         }
@@ -814,15 +831,12 @@ async fn finish_members(inner: &Rc<Inner>, zone: u32, gen: u64) -> Result<(), Nv
         if inner.st.borrow().z[zone as usize].gen != gen {
             return Err(aborted());
         }
-        let Some(m) = inner.member(dev) else { continue };
-        let r = m
-            .zone_send(ZoneSendCmd {
-                action: ZoneAction::Finish,
-                slba: inner.mzone_start(zone),
-                select_all: false,
-            })
-            .await;
-        inner.member_result(dev, r)?;
+        if !inner
+            .member_zone_send(dev, zone, ZoneAction::Finish)
+            .await?
+        {
+            continue;
+        }
         let cap = inner.layout.member_zone_cap;
         inner.st.borrow_mut().z[zone as usize].member_wp[dev as usize] = cap;
     }
@@ -1265,15 +1279,9 @@ async fn reset_members(inner: &Rc<Inner>, zone: u32, gen: u64) -> Result<(), Nvm
         md_append(inner, dev, log(RecordKind::Reset)).await?;
     }
     for dev in 0..inner.layout.n {
-        let Some(m) = inner.member(dev) else { continue };
-        let r = m
-            .zone_send(ZoneSendCmd {
-                action: ZoneAction::Reset,
-                slba: inner.mzone_start(zone),
-                select_all: false,
-            })
-            .await;
-        inner.member_result(dev, r)?;
+        if !inner.member_zone_send(dev, zone, ZoneAction::Reset).await? {
+            continue;
+        }
     }
     for dev in 0..inner.layout.n {
         md_append(inner, dev, log(RecordKind::ResetDone)).await?;

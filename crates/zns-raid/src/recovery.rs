@@ -708,15 +708,9 @@ pub(crate) async fn read_range(
 
 async fn reset_member_zone(inner: &Rc<Inner>, zone: u32) -> Result<(), NvmeError> {
     for dev in 0..inner.layout.n {
-        let Some(m) = inner.member(dev) else { continue };
-        let r = m
-            .zone_send(ZoneSendCmd {
-                action: ZoneAction::Reset,
-                slba: inner.mzone_start(zone),
-                select_all: false,
-            })
-            .await;
-        inner.member_result(dev, r)?;
+        if !inner.member_zone_send(dev, zone, ZoneAction::Reset).await? {
+            continue;
+        }
         inner.st.borrow_mut().z[zone as usize].member_wp[dev as usize] = 0;
     }
     Ok(())
@@ -772,16 +766,13 @@ async fn recover_zone(
     }
     if let Some(&end) = zm.finish.get(&gen) {
         for dev in 0..l.n {
-            let Some(m) = inner.member(dev) else { continue };
+            if inner.member(dev).is_none() {
+                continue;
+            }
             if descs[dev as usize].is_some_and(|d| d.state != ZoneState::Full) {
-                let r = m
-                    .zone_send(ZoneSendCmd {
-                        action: ZoneAction::Finish,
-                        slba: inner.mzone_start(zone),
-                        select_all: false,
-                    })
-                    .await;
-                inner.member_result(dev, r)?;
+                inner
+                    .member_zone_send(dev, zone, ZoneAction::Finish)
+                    .await?;
             }
             inner.st.borrow_mut().z[zone as usize].member_wp[dev as usize] = l.member_zone_cap;
         }
@@ -838,15 +829,12 @@ async fn recover_zone(
     if d >= cap {
         if l.rows * l.chunk_lbas < l.member_zone_cap {
             for dev in 0..l.n {
-                let Some(m) = inner.member(dev) else { continue };
-                let r = m
-                    .zone_send(ZoneSendCmd {
-                        action: ZoneAction::Finish,
-                        slba: inner.mzone_start(zone),
-                        select_all: false,
-                    })
-                    .await;
-                inner.member_result(dev, r)?;
+                if !inner
+                    .member_zone_send(dev, zone, ZoneAction::Finish)
+                    .await?
+                {
+                    continue;
+                }
             }
         }
         return Ok(record(ZoneState::Full, cap, false));
