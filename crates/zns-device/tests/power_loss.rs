@@ -215,36 +215,57 @@ fn commands_fail_while_powered_off_and_work_after_power_on() {
     rt.block_on(dev.write(0, &buf, IoFlags::NONE)).unwrap();
 }
 
+/// A controller of the built-in profile `name` with `overrides`, keeping
+/// stamps, and its zone at `zslba` opened with a ZRWA.
+fn zrwa_zone_on(
+    rt: &mut Runtime,
+    name: &str,
+    overrides: &[(&str, &str)],
+    zslba: u64,
+) -> (Controller, zns_device::EmulatedZns) {
+    let overrides: Vec<(String, String)> = overrides
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let profile = Profile::builtin(name)
+        .unwrap()
+        .with_overrides(&overrides)
+        .unwrap();
+    let ctrl = Controller::new(
+        &rt.handle(),
+        profile,
+        ControllerOptions {
+            store: StoreKind::Stamp,
+            host_stack: HostStack::Spdk,
+        },
+    )
+    .unwrap();
+    let dev = ctrl.first_zoned().unwrap();
+    rt.block_on(dev.zone_send(zns_core::ZoneSendCmd {
+        action: zns_core::ZoneAction::Open { zrwa: true },
+        slba: zslba,
+        select_all: false,
+    }))
+    .unwrap();
+    (ctrl, dev)
+}
+
 /// ZRWA power-loss policy: `keep` keeps the data written into a ZRWA (above the
 /// WP) and the allocation; `discard` loses it and releases the ZRWA.
 #[test]
 fn zrwa_contents_follow_the_profile_policy() {
     for (policy, kept) in [("keep", true), ("discard", false)] {
         let mut rt = Runtime::new(11);
-        let profile = Profile::builtin("tiny")
-            .unwrap()
-            .with_overrides(&[
-                ("power_loss.zrwa".into(), format!("\"{policy}\"")),
-                ("power_loss.completed_unflushed".into(), "\"keep\"".into()),
-            ])
-            .unwrap();
-        let ctrl = Controller::new(
-            &rt.handle(),
-            profile,
-            ControllerOptions {
-                store: StoreKind::Stamp,
-                host_stack: HostStack::Spdk,
-            },
-        )
-        .unwrap();
-        let dev = ctrl.first_zoned().unwrap();
         let zslba = 256;
-        rt.block_on(dev.zone_send(zns_core::ZoneSendCmd {
-            action: zns_core::ZoneAction::Open { zrwa: true },
-            slba: zslba,
-            select_all: false,
-        }))
-        .unwrap();
+        let (ctrl, dev) = zrwa_zone_on(
+            &mut rt,
+            "tiny",
+            &[
+                ("power_loss.zrwa", &format!("\"{policy}\"")),
+                ("power_loss.completed_unflushed", "\"keep\""),
+            ],
+            zslba,
+        );
         let mut buf = vec![0u8; 8 * 4096];
         fill_stamps(&mut buf, 4096, 500);
         rt.block_on(dev.write(zslba, &buf, IoFlags::NONE)).unwrap();
@@ -281,31 +302,17 @@ fn zrwa_contents_follow_the_profile_policy() {
 #[test]
 fn a_fua_write_in_a_zrwa_does_not_make_a_lower_write_in_flight_durable() {
     let mut rt = Runtime::new(5);
-    let profile = Profile::builtin("zn540")
-        .unwrap()
-        .with_overrides(&[
-            ("power_loss.zrwa".into(), "\"keep\"".into()),
-            ("power_loss.in_flight".into(), "\"drop\"".into()),
-        ])
-        .unwrap();
-    let ctrl = Controller::new(
-        &rt.handle(),
-        profile,
-        ControllerOptions {
-            store: StoreKind::Stamp,
-            host_stack: HostStack::Spdk,
-        },
-    )
-    .unwrap();
-    let dev = ctrl.first_zoned().unwrap();
     // the ZN540 has a power-loss-protected buffer: FUA costs nothing extra
     let zslba = 524_288;
-    rt.block_on(dev.zone_send(zns_core::ZoneSendCmd {
-        action: zns_core::ZoneAction::Open { zrwa: true },
-        slba: zslba,
-        select_all: false,
-    }))
-    .unwrap();
+    let (ctrl, dev) = zrwa_zone_on(
+        &mut rt,
+        "zn540",
+        &[
+            ("power_loss.zrwa", "\"keep\""),
+            ("power_loss.in_flight", "\"drop\""),
+        ],
+        zslba,
+    );
     let h = rt.handle();
     let (d1, d2) = (dev.clone(), dev.clone());
     // B: blocks 8..12 with FUA, submitted first, completes first
