@@ -294,15 +294,7 @@ fn zns_vs_block(ctx: &mut Ctx, id: char) -> Result<ExperimentResult, CacheError>
             seed: ctx.opts.seed,
         };
         let (zs, bs, grown) = ctx.pair(&cache, wl, precondition, RemoteLatency::Measured)?;
-        block_name = format!(
-            "{}{}",
-            ctx.opts.block_label,
-            if grown {
-                ", namespace grown to hold the regions"
-            } else {
-                ""
-            }
-        );
+        block_name = block_description(ctx.opts, grown);
         let tag = format!(
             "{}-{}-{}",
             chunk_label(chunk),
@@ -434,15 +426,7 @@ fn gc_experiment(ctx: &mut Ctx) -> Result<ExperimentResult, CacheError> {
         zs.interval_ns = 1_000_000_000;
         bs.interval_ns = 1_000_000_000;
         let bcap = block_capacity_bytes(&bs.device)?;
-        block_name = format!(
-            "{}{}",
-            ctx.opts.block_label,
-            if grown {
-                ", namespace grown to hold the regions"
-            } else {
-                ""
-            }
-        );
+        block_name = block_description(ctx.opts, grown);
         let z = ctx.run(&format!("ZNS-256M-UNIF-10-{rl}"), zs)?;
         let b = ctx.run(&format!("Block-256M-UNIF-10-{rl}"), bs)?;
         for (name, r, cap) in [
@@ -488,6 +472,15 @@ fn gc_experiment(ctx: &mut Ctx) -> Result<ExperimentResult, CacheError> {
         findings,
         paper: "block throughput −35.4%, latency +51.0%, tail +55.6% after the first full fill; ZNS steady; with 0 s remote latency ZNS gains, block does not (Figs. 5–7)".into(),
     })
+}
+
+/// How a report names the block device of a run.
+fn block_description(o: &ReproOptions, grown: bool) -> String {
+    if grown {
+        format!("{}, namespace grown to hold the regions", o.block_label)
+    } else {
+        o.block_label.clone()
+    }
 }
 
 /// Capacity of the block device when it is an FTL SSD (device-side GC).
@@ -545,15 +538,7 @@ fn policy_experiment(ctx: &mut Ctx) -> Result<ExperimentResult, CacheError> {
                 Precondition::None,
                 RemoteLatency::Measured,
             )?;
-            block_name = format!(
-                "{}{}",
-                ctx.opts.block_label,
-                if grown {
-                    ", namespace grown to hold the regions"
-                } else {
-                    ""
-                }
-            );
+            block_name = block_description(ctx.opts, grown);
             let tag = format!(
                 "{}-{}-{}",
                 policy.name().to_uppercase(),
