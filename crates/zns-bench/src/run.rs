@@ -1591,30 +1591,38 @@ impl JobRun {
         // zones held open that can take a write now
         let usable = |z: &ZoneCursor| !z.busy && (deep || z.inflight == 0) && z.room() > 0;
         let want_more = st.open_set.len() < self.job_open_limit() as usize;
-        let candidates: Vec<usize> = st
+        // (counted, not collected: this runs for every write)
+        let n_usable = st
             .open_set
             .iter()
-            .copied()
-            .filter(|&i| usable(&st.zones[i]))
-            .collect();
+            .filter(|&&i| usable(&st.zones[i]))
+            .count();
+        let nth_usable = |st: &JobState, n: usize| {
+            st.open_set
+                .iter()
+                .copied()
+                .filter(|&i| usable(&st.zones[i]))
+                .nth(n)
+        };
         let use_open = if random {
             // fio: a random offset; its zone if held, else open another while allowed
-            if !candidates.is_empty() && (!want_more || st.rng.below_u64(2) == 0) {
-                Some(candidates[st.rng.below_u64(candidates.len() as u64) as usize])
+            if n_usable > 0 && (!want_more || st.rng.below_u64(2) == 0) {
+                let n = st.rng.below_u64(n_usable as u64) as usize;
+                nth_usable(st, n)
             } else {
                 None
             }
         } else {
-            candidates.first().copied()
+            nth_usable(st, 0)
         };
         let zi = match use_open {
             Some(zi) => zi,
             None => {
                 if !want_more || self.zbd.open.get() >= self.zbd.limit.get() {
-                    if candidates.is_empty() {
-                        return Step::WaitChange;
+                    match nth_usable(st, 0) {
+                        Some(zi) => zi,
+                        None => return Step::WaitChange,
                     }
-                    candidates[0]
                 } else if !random && st.open_set.iter().any(|&i| st.zones[i].room() > 0) {
                     // sequential: keep writing the held zone; wait for it
                     return Step::WaitChange;
@@ -1637,12 +1645,10 @@ impl JobRun {
                         break;
                     }
                     let Some(zi) = chosen else {
-                        return if candidates.is_empty() {
-                            Step::WaitChange
-                        } else {
-                            // everything else is busy: use a held zone
-                            let zi = candidates[0];
-                            return self.write_in(st, zi, bs_lbas);
+                        // everything else is busy: use a held zone, or wait
+                        return match nth_usable(st, 0) {
+                            Some(zi) => self.write_in(st, zi, bs_lbas),
+                            None => Step::WaitChange,
                         };
                     };
                     if !random {
