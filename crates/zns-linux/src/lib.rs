@@ -1,0 +1,38 @@
+//! zns-linux owns znskit's meeting points with Linux: `LinuxZoned`, a
+//! `ZonedDevice` over a real zoned block device (NVMe ZNS namespace) — zone
+//! report and management through the kernel's zone ioctls, O_DIRECT reads
+//! and writes, zone append, ZRWA open and explicit ZRWA flush and Identify
+//! through NVMe passthrough — and the writer of libzbd's zone dump format
+//! (`libzbd`), which lets Debian's `zbd report` show any device's zones.
+//!
+//! This is a real-device backend, so it is not deterministic: its system
+//! calls run on a small pool of OS threads (`pool`), whose completions wake
+//! the zns-sim runtime from outside. Run it on a paced runtime
+//! (`Runtime::paced(seed, 1.0)`) when time matters: the virtual clock does
+//! not move while a real command is in flight. `docs/linux.md` has the
+//! design, and how the guest tests (`scripts/guest-test`) exercise it inside
+//! a QEMU VM with NVMe ZNS namespaces.
+
+pub mod libzbd;
+
+#[cfg(target_os = "linux")]
+mod device;
+#[cfg(target_os = "linux")]
+mod pool;
+#[cfg(target_os = "linux")]
+pub mod sys;
+
+#[cfg(target_os = "linux")]
+pub use device::{
+    diagnose_mgmt, diagnose_write, status_from_errno, status_from_passthru, LinuxError,
+    LinuxOptions, LinuxZoned,
+};
+
+/// Whether `name` names a Linux block device for the `zns` tools: a path
+/// under `/dev/`, or anything with the `linux:` prefix (which is stripped).
+pub fn device_path(name: &str) -> Option<&str> {
+    if let Some(p) = name.strip_prefix("linux:") {
+        return Some(p);
+    }
+    name.starts_with("/dev/").then_some(name)
+}
