@@ -29,7 +29,7 @@ use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll};
 
-use zns_core::{NvmeError, ReportFilter, ZoneAction, ZoneSendCmd, ZonedDevice};
+use zns_core::{NvmeError, ReportFilter, ZoneAction, ZoneSendCmd};
 use zns_sim::sync::Notify;
 use zns_sim::{Handle, Runtime, SimRng};
 
@@ -130,7 +130,20 @@ pub fn run_jobs_with_progress(
     seed: u64,
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<RunReport, RunError> {
-    let mut rt = Runtime::new(seed);
+    // a real device runs in real time: the virtual clock cannot see it work
+    let real = specs.iter().any(|s| {
+        s.filename
+            .as_deref()
+            .is_some_and(crate::target::is_real_device)
+    });
+    let mut rt = if real {
+        Runtime::paced(seed, 1.0).map_err(|msg| RunError::Setup {
+            job: String::new(),
+            msg,
+        })?
+    } else {
+        Runtime::new(seed)
+    };
     let handle = rt.handle();
     let mut devices = Devices::default();
     let mut groups: BTreeMap<u32, Vec<&JobSpec>> = BTreeMap::new();
@@ -158,7 +171,9 @@ pub fn run_jobs_with_progress(
                     )));
                 }
             }
-            target.controller().set_host_stack(sim_stack(stack));
+            if let Some(ctrl) = target.controller() {
+                ctrl.set_host_stack(sim_stack(stack));
+            }
             let geo = target.geometry();
             validate(spec, &target, &geo).map_err(&setup)?;
             let zbd_key = format!("{fname}#{}", spec.nsid.unwrap_or(0));
@@ -815,7 +830,7 @@ impl JobRun {
     /// `precondition=fill|cold`: write the job's range (zones to zone_fill).
     async fn precondition(self: Rc<Self>) -> Result<(), RunError> {
         match &self.target {
-            Target::Zoned(_) => {
+            Target::Zoned(_) | Target::Device(_) => {
                 let cap = self.geo.zone_cap_bytes;
                 let want = self.spec.zone_fill.resolve(cap, self.lba) / self.lba;
                 for z in self.report().await? {

@@ -2,10 +2,12 @@
 //! emulated controller, opened from a profile name, a profile TOML file or a
 //! device image (`filename=`), with its geometry in bytes. One controller is
 //! opened per distinct filename in a run and shared by the jobs naming it, so
-//! jobs on one device contend for the same flash.
+//! jobs on one device contend for the same flash. A filename under `/dev/`
+//! (or `linux:PATH`) is a real Linux zoned block device (zns-linux).
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::rc::Rc;
 
 use zns_core::{BlockDevice, IoFlags, NvmeError, ZonedDevice, ZrwaConfig};
 use zns_device::{
@@ -19,6 +21,8 @@ use zns_sim::Handle;
 pub enum Target {
     Zoned(EmulatedZns),
     Block(EmulatedConventionalNs),
+    /// Any other zoned device: a real Linux zoned block device.
+    Device(Rc<dyn ZonedDevice>),
 }
 
 /// Geometry of a target in bytes.
@@ -38,24 +42,27 @@ pub struct Geometry {
 }
 
 impl Target {
-    pub fn controller(&self) -> &Controller {
+    /// The emulated controller (None for a real device).
+    pub fn controller(&self) -> Option<&Controller> {
         match self {
-            Target::Zoned(z) => z.controller(),
-            Target::Block(b) => b.controller(),
+            Target::Zoned(z) => Some(z.controller()),
+            Target::Block(b) => Some(b.controller()),
+            Target::Device(_) => None,
         }
     }
 
-    pub fn zoned(&self) -> Option<&EmulatedZns> {
+    pub fn zoned(&self) -> Option<&dyn ZonedDevice> {
         match self {
             Target::Zoned(z) => Some(z),
             Target::Block(_) => None,
+            Target::Device(d) => Some(d.as_ref()),
         }
     }
 
     pub fn geometry(&self) -> Geometry {
         match self {
-            Target::Zoned(z) => {
-                let c = z.config();
+            Target::Zoned(_) | Target::Device(_) => {
+                let c = self.zoned().expect("zoned").config();
                 let lba = u64::from(c.lba_bytes);
                 Geometry {
                     lba_bytes: lba,
@@ -88,6 +95,7 @@ impl Target {
         match self {
             Target::Zoned(z) => z.read(slba, buf).await,
             Target::Block(b) => b.read(slba, buf).await,
+            Target::Device(d) => d.read(slba, buf).await,
         }
     }
 
@@ -95,6 +103,7 @@ impl Target {
         match self {
             Target::Zoned(z) => z.write(slba, data, IoFlags::NONE).await,
             Target::Block(b) => b.write(slba, data, IoFlags::NONE).await,
+            Target::Device(d) => d.write(slba, data, IoFlags::NONE).await,
         }
     }
 
@@ -102,6 +111,7 @@ impl Target {
         match self {
             Target::Zoned(z) => z.flush().await,
             Target::Block(b) => b.flush().await,
+            Target::Device(d) => d.flush().await,
         }
     }
 }
@@ -110,6 +120,7 @@ impl Target {
 #[derive(Default)]
 pub struct Devices {
     controllers: BTreeMap<String, Controller>,
+    real: BTreeMap<String, Rc<dyn ZonedDevice>>,
 }
 
 impl Devices {
@@ -121,6 +132,16 @@ impl Devices {
         filename: &str,
         nsid: Option<u32>,
     ) -> Result<Target, String> {
+        if let Some(path) = zns_linux::device_path(filename) {
+            if let Some(n) = nsid {
+                return Err(format!("nsid={n}: {filename} is one namespace already"));
+            }
+            if !self.real.contains_key(filename) {
+                let dev = open_real(handle, path)?;
+                self.real.insert(filename.to_string(), dev);
+            }
+            return Ok(Target::Device(self.real[filename].clone()));
+        }
         if !self.controllers.contains_key(filename) {
             let ctrl = open_controller(handle, filename)?;
             self.controllers.insert(filename.to_string(), ctrl);
@@ -170,4 +191,24 @@ fn open_controller(handle: &Handle, filename: &str) -> Result<Controller, String
         host_stack: HostStack::Spdk,
     };
     Controller::new(handle, profile, opts).map_err(|e| format!("{filename}: {e}"))
+}
+
+/// Whether `filename` names a real device (the run then paces its runtime
+/// to the wall clock, so that latencies are real).
+pub fn is_real_device(filename: &str) -> bool {
+    zns_linux::device_path(filename).is_some()
+}
+
+#[cfg(target_os = "linux")]
+fn open_real(handle: &Handle, path: &str) -> Result<Rc<dyn ZonedDevice>, String> {
+    zns_linux::LinuxZoned::open(handle, Path::new(path), zns_linux::LinuxOptions::default())
+        .map(|d| Rc::new(d) as Rc<dyn ZonedDevice>)
+        .map_err(|e| format!("filename={path}: {e}"))
+}
+
+#[cfg(not(target_os = "linux"))]
+fn open_real(_handle: &Handle, path: &str) -> Result<Rc<dyn ZonedDevice>, String> {
+    Err(format!(
+        "filename={path}: real zoned block devices need Linux"
+    ))
 }

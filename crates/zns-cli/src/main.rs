@@ -8,6 +8,7 @@
 
 mod bench;
 mod cache;
+mod export;
 mod fidelity;
 mod output;
 mod raid;
@@ -37,6 +38,8 @@ Examples:
   zns fidelity --filter qd1                emulated vs published ZN540 figures
   zns cache run --device zn540 --zones 8   ZNCache over the emulated ZN540 (see zns cache run --help)
   zns repro zncache --exp b,d              the ZNCache paper's experiments, scaled
+  zns export-zones dev.img --libzbd-dump dev_zone_info.dump
+                                           its zones for Debian's `zbd report FILE`
 
 Exit codes: 0 ok, 1 the device rejected a command, 2 wrong arguments,
 3 bad profile/trace/image/job file, 4 file I/O error.";
@@ -79,6 +82,8 @@ enum Command {
     /// ZRAID, RAID-5 over emulated ZNS devices with partial parity in the ZRWA: crash tests.
     #[command(subcommand)]
     Raid(raid::RaidCommand),
+    /// Write an image's zones in another tool's format: libzbd's zone dump (`zbd report FILE`).
+    ExportZones(export::ExportZonesArgs),
 }
 
 /// Which profile, with overrides.
@@ -410,6 +415,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Cache(cmd) => cache::cache(cmd),
         Command::Repro(cmd) => cache::repro_cmd(cmd),
         Command::Raid(cmd) => raid::raid(cmd),
+        Command::ExportZones(args) => export::export_zones(args),
     }
 }
 

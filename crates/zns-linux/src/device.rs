@@ -552,6 +552,27 @@ impl Inner {
         self.passthru_io(&mut cmd).map(|_| ())
     }
 
+    /// Whether a ZRWA is allocated to the zone at `zslba` (ZRWAV), from a
+    /// one-zone Zone Management Receive; None without passthrough. (The
+    /// kernel's zone report does not carry zone attributes.)
+    fn zone_has_zrwa(&self, zslba: u64) -> Option<bool> {
+        let len = sys::ZMR_HEADER_BYTES + 64;
+        let mut buf = AlignedBuf::zeroed(len);
+        let mut cmd = sys::NvmePassthruCmd64 {
+            opcode: sys::NVME_CMD_ZONE_MGMT_RECV,
+            addr: buf.as_mut_ptr() as u64,
+            data_len: len as u32,
+            cdw10: zslba as u32,
+            cdw11: (zslba >> 32) as u32,
+            // NUMD, 0's based dwords; CDW13 = 0: report zones, all, full report
+            cdw12: (len / 4 - 1) as u32,
+            ..Default::default()
+        };
+        self.passthru_io(&mut cmd).ok()?;
+        let attrs = buf.as_slice()[sys::ZMR_HEADER_BYTES + sys::ZONE_DESC_ATTRS];
+        Some(attrs & sys::ZONE_ATTR_ZRWAV != 0)
+    }
+
     /// The 4 KiB ZNS Identify Namespace data, if passthrough works.
     fn identify_zns(&self) -> Option<AlignedBuf> {
         let nsid = self.nsid?;
@@ -645,7 +666,16 @@ impl Inner {
                 let at = slba + done as u64 / self.lba_bytes;
                 let status = self
                     .report_one(at)
-                    .map(|z| diagnose_write(&z, at, nlb, self.zrwa_size_lbas))
+                    .map(|z| {
+                        let zrwa_lbas = if self.zrwa_size_lbas > 0
+                            && self.zone_has_zrwa(z.start_lba).unwrap_or(false)
+                        {
+                            self.zrwa_size_lbas
+                        } else {
+                            0
+                        };
+                        diagnose_write(&z, at, nlb, zrwa_lbas)
+                    })
                     .unwrap_or(NvmeStatus::WriteFault);
                 return Err(status.into());
             }

@@ -177,6 +177,13 @@ pub const BLK_ZONE_COND_OFFLINE: u8 = 0xF;
 pub const NVME_ADMIN_IDENTIFY: u8 = 0x06;
 pub const NVME_CMD_ZONE_MGMT_SEND: u8 = 0x79;
 pub const NVME_CMD_ZONE_APPEND: u8 = 0x7D;
+pub const NVME_CMD_ZONE_MGMT_RECV: u8 = 0x7A;
+/// Zone Management Receive: bytes of the report header before the first
+/// 64-byte zone descriptor; a descriptor's zone attributes are its byte 2.
+pub const ZMR_HEADER_BYTES: usize = 64;
+pub const ZONE_DESC_ATTRS: usize = 2;
+/// Zone attribute bit 3: ZRWAV (a ZRWA is allocated to the zone).
+pub const ZONE_ATTR_ZRWAV: u8 = 1 << 3;
 /// Identify CNS 05h: I/O command set specific Identify Namespace.
 pub const NVME_ID_CNS_CS_NS: u32 = 0x05;
 /// Command set identifier of the zoned namespace command set.
