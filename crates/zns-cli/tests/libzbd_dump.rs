@@ -41,7 +41,8 @@ fn zbd_report_lists_the_exported_zones() {
     let img_s = img.to_str().unwrap();
     ok(&["create", "--profile", "tiny", img_s]);
     ok(&["zone", "write", img_s, "--slba", "0", "--nlb", "5"]);
-    ok(&["zone", "open", img_s, "--zone", "1"]);
+    ok(&["zone", "write", img_s, "--slba", "256", "--nlb", "2"]);
+    ok(&["zone", "close", img_s, "--zone", "1"]);
     ok(&["zone", "finish", img_s, "--zone", "2"]);
     let report: Value = serde_json::from_str(&ok(&["zone", "report", img_s, "--json"])).unwrap();
     let zones = report["zone_list"].as_array().unwrap().clone();
@@ -127,7 +128,7 @@ fn check_zbd(dump: &Path, zones: &[Value], lba: u64, zone_lbas: u64) {
     let lines: Vec<&str> = text.lines().filter(|l| l.starts_with("Zone ")).collect();
     assert_eq!(lines.len(), zones.len(), "{text}");
     assert!(lines[2].contains(", fu,"), "{}", lines[2]);
-    assert_eq!(rows[1][6], "0x3");
+    assert_eq!(rows[1][6], "0x4", "closed");
     assert_eq!(rows[2][6], "0xe");
 }
 
