@@ -118,10 +118,18 @@ fn check_zbd(dump: &Path, zones: &[Value], lba: u64, zone_lbas: u64) {
         assert_eq!(n(5), wp * lba, "zone {i}: {row:?}");
     }
     // zone 0 was written (implicitly open, closed when the image reopened)
-    assert!(["0x2", "0x4"].contains(&rows[0][6].as_str()), "{:?}", rows[0]);
+    assert!(
+        ["0x2", "0x4"].contains(&rows[0][6].as_str()),
+        "{:?}",
+        rows[0]
+    );
     assert_eq!(n_at(&rows[0], 5), 5 * lba);
     // and the human-readable report
-    let o = Command::new("zbd").arg("report").arg(dump).output().unwrap();
+    let o = Command::new("zbd")
+        .arg("report")
+        .arg(dump)
+        .output()
+        .unwrap();
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success());
     assert!(text.contains("assuming dump file"), "{text}");

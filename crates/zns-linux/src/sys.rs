@@ -224,6 +224,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::unnecessary_cast)] // libc's ioctl type differs between targets
     fn ioctl_numbers_match_known_values() {
         // the values the kernel headers expand to on x86-64
         assert_eq!(BLKREPORTZONE, 0xC010_1282);
