@@ -167,6 +167,7 @@ fn trial(cfg: &CrashConfig, seed: u64, out: &mut TrialOutcome) -> Result<(), Str
         chunk_bytes: cfg.chunk_bytes,
         policy: cfg.policy,
         flush_before_advance: false,
+        ..RaidOptions::default()
     };
     let array = rt
         .block_on(RaidArray::create(&handle, devices(&ctrls)?, opts))
