@@ -37,6 +37,7 @@ Examples:
   zns fidelity --filter qd1                emulated vs published ZN540 figures
   zns cache run --device zn540 --zones 8   ZNCache over the emulated ZN540 (see zns cache run --help)
   zns repro zncache --exp b,d              the ZNCache paper's experiments, scaled
+  zns repro zraid --fig 7,8 --quick        the ZRAID paper's figures (5 x ZN540 arrays)
 
 Exit codes: 0 ok, 1 the device rejected a command, 2 wrong arguments,
 3 bad profile/trace/image/job file, 4 file I/O error.";
@@ -73,7 +74,7 @@ enum Command {
     /// ZNCache, the ZNS-aware flash chunk cache: run it over an emulated device, generate workload files.
     #[command(subcommand)]
     Cache(cache::CacheCommand),
-    /// Reproduce a paper's experiments (zncache).
+    /// Reproduce a paper's experiments (zncache, zraid).
     #[command(subcommand)]
     Repro(cache::ReproCommand),
     /// ZRAID, RAID-5 over emulated ZNS devices with partial parity in the ZRWA: crash tests.
