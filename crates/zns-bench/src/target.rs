@@ -216,6 +216,8 @@ impl Devices {
 /// - `policy=stripe|chunk|wplog` (default wplog),
 /// - `stack=none|mq-deadline|spdk`: the members' host stack (default from the
 ///   variant: mq-deadline for raizn, raizn+ and z, none for the others),
+/// - `aggregate=K`: each member presents K of its zones as one, interleaved
+///   by its ZRWA size (the paper's PM1731a setup, §6.5),
 /// - `worker_ns=N`: host ns a submission worker spends per logical write.
 ///
 /// Example: `filename=raid:5xzn540,variant=raizn+,chunk=64k`.
@@ -224,6 +226,8 @@ pub struct RaidSpec {
     pub members: Vec<String>,
     pub options: RaidOptions,
     pub member_stack: HostStack,
+    /// Zones of a member aggregated into one (1 = none).
+    pub aggregate: u32,
 }
 
 impl std::str::FromStr for RaidSpec {
@@ -232,6 +236,7 @@ impl std::str::FromStr for RaidSpec {
         let mut members = Vec::new();
         let mut options = RaidOptions::default();
         let mut stack: Option<HostStack> = None;
+        let mut aggregate = 1u32;
         for item in s.split(',').map(str::trim).filter(|x| !x.is_empty()) {
             if let Some((k, v)) = item.split_once('=') {
                 let v = v.trim();
@@ -257,6 +262,13 @@ impl std::str::FromStr for RaidSpec {
                             }
                         })
                     }
+                    "aggregate" => {
+                        aggregate = v
+                            .parse()
+                            .ok()
+                            .filter(|&k| (1..=64).contains(&k))
+                            .ok_or_else(|| format!("aggregate={v}: expected 1..=64 zones"))?
+                    }
                     "worker_ns" => {
                         options.worker_ns_per_write = v
                             .parse()
@@ -264,7 +276,7 @@ impl std::str::FromStr for RaidSpec {
                     }
                     other => {
                         return Err(format!(
-                            "unknown RAID option {other:?} (options: variant, chunk, policy, stack, worker_ns)"
+                            "unknown RAID option {other:?} (options: variant, chunk, policy, stack, aggregate, worker_ns)"
                         ))
                     }
                 }
@@ -296,6 +308,7 @@ impl std::str::FromStr for RaidSpec {
             members,
             options,
             member_stack,
+            aggregate,
         })
     }
 }
@@ -324,7 +337,13 @@ impl RaidSpec {
             let z = c.first_zoned().ok_or_else(|| {
                 format!("member {i} ({}) has no zoned namespace", self.members[i])
             })?;
-            devs.push(Rc::new(z));
+            if self.aggregate > 1 {
+                let a = zns_raid::AggregatedZns::new(&handle, Rc::new(z), self.aggregate)
+                    .map_err(|e| format!("member {i} ({}): {e}", self.members[i]))?;
+                devs.push(Rc::new(a));
+            } else {
+                devs.push(Rc::new(z));
+            }
         }
         let array = rt
             .block_on(RaidArray::create(&handle, devs, self.options))

@@ -10,18 +10,21 @@
 //! recovery (logical write pointers recomputed from member write pointers and
 //! WP logs, stripe buffers reloaded from the media), degraded reads with one
 //! member failed, rebuild onto a spare, and the crash-test harness
-//! (`crashtest`). `docs/raid.md` describes the design and the on-media formats.
+//! (`crashtest`), and zone aggregation (`aggr`, for small-zone members such
+//! as the PM1731a). `docs/raid.md` describes the design and the on-media formats.
 //!
 //! Everything runs on the `zns_sim` runtime: no wall clock, no threads; the
 //! array's background work (ZRWA manager, sub-I/O submission) are tasks of the
 //! runtime handle it is given.
 
+pub mod aggr;
 mod array;
 pub mod crashtest;
 pub mod layout;
 pub mod md;
 mod recovery;
 
+pub use aggr::AggregatedZns;
 pub use array::{RaidArray, RaidStats};
 pub use layout::Layout;
 

@@ -154,3 +154,59 @@ fn non_zraid_variants_refuse_what_they_do_not_implement() {
     }
     assert!("zz".parse::<Variant>().is_err());
 }
+
+#[test]
+fn an_array_of_aggregated_small_zone_members_stores_the_data() {
+    use std::rc::Rc;
+    use zns_core::ReportFilter;
+    use zns_raid::AggregatedZns;
+    // PM1731a: ZRWA 64 KiB / ZRWAFG 32 KiB, too small for a 64 KiB chunk
+    // unless 4 zones are aggregated (paper §6.5)
+    let p = profile(
+        "pm1731a",
+        &[
+            ("namespace.0.zone_count", "64"),
+            ("namespace.0.zone_size_lbas", "256"),
+            ("namespace.0.zone_capacity_lbas", "256"),
+        ],
+    );
+    let mut rt = Runtime::new(3);
+    let h = rt.handle();
+    let ctrls = controllers(&rt, &p, 3);
+    let plain = rt.block_on(RaidArray::create(&h, devs(&ctrls), RaidOptions::default()));
+    assert!(plain.is_err());
+    let members: Vec<Rc<dyn ZonedDevice>> = devs(&ctrls)
+        .into_iter()
+        .map(|d| Rc::new(AggregatedZns::new(&h, d, 4).unwrap()) as Rc<dyn ZonedDevice>)
+        .collect();
+    let a = rt
+        .block_on(RaidArray::create(
+            &h,
+            members.clone(),
+            RaidOptions::default(),
+        ))
+        .unwrap();
+    let cfg = a.config().clone();
+    let b = cfg.lba_bytes as usize;
+    let mut off = 0;
+    let mut rng = SimRng::from_seed_u64(3);
+    while off < cfg.zone_capacity_lbas {
+        let n = rng.gen_range(1..=48u64).min(cfg.zone_capacity_lbas - off);
+        let data: Vec<u8> = (0..n).flat_map(|i| block_data(off + i, 4, b)).collect();
+        rt.block_on(a.write(off, &data, IoFlags::NONE)).unwrap();
+        off += n;
+    }
+    rt.block_on(a.quiesce());
+    let mut buf = vec![0u8; 32 * b];
+    for x in (0..cfg.zone_capacity_lbas).step_by(32) {
+        rt.block_on(a.read(x, &mut buf)).unwrap();
+        let want: Vec<u8> = (0..32).flat_map(|i| block_data(x + i, 4, b)).collect();
+        assert!(buf == want, "data differs at {x}");
+    }
+    // the members' aggregated zone 0 is full, zone 1 empty
+    let d = rt
+        .block_on(members[0].report_zones(0, ReportFilter::All, 2))
+        .unwrap();
+    assert_eq!(d[0].write_pointer - d[0].start_lba, d[0].capacity_lbas);
+    assert_eq!(d[1].write_pointer, d[1].start_lba);
+}
