@@ -275,7 +275,12 @@ pub(crate) struct Inner {
     pub member_cfg: ZonedConfig,
     pub array_id: Cell<u64>,
     pub st: RefCell<State>,
+    /// Wakes waiters of array-wide conditions (log zone switches, member
+    /// failure, poisoning).
     pub wake: Notify,
+    /// Wakes waiters of one logical zone's conditions (gates, progress,
+    /// drains); array-wide events wake every zone too.
+    pub zwake: Vec<Notify>,
 }
 
 /// A RAID-5 array of zoned devices (ZRAID), itself a `ZonedDevice`.
@@ -309,9 +314,18 @@ impl Inner {
         let f = self.failed.borrow();
         (0..f.len()).filter(|&i| f[i]).collect()
     }
+    pub fn wake_zone(&self, zone: u32) {
+        self.zwake[zone as usize].notify_waiters();
+    }
+    pub fn wake_all(&self) {
+        self.wake.notify_waiters();
+        for n in &self.zwake {
+            n.notify_waiters();
+        }
+    }
     pub fn mark_failed(&self, dev: u32) {
         self.failed.borrow_mut()[dev as usize] = true;
-        self.wake.notify_waiters();
+        self.wake_all();
     }
     pub fn poison(&self, e: NvmeError) {
         let mut st = self.st.borrow_mut();
@@ -319,7 +333,7 @@ impl Inner {
             st.poisoned = Some(e);
         }
         drop(st);
-        self.wake.notify_waiters();
+        self.wake_all();
     }
     /// Member zone start of logical zone `zone`.
     pub fn mzone_start(&self, zone: u32) -> u64 {
@@ -560,7 +574,16 @@ impl Inner {
 }
 
 pub(crate) fn xor_into(dst: &mut [u8], src: &[u8]) {
-    for (d, s) in dst.iter_mut().zip(src) {
+    let n = dst.len().min(src.len());
+    let (dst, src) = (&mut dst[..n], &src[..n]);
+    let mut d8 = dst.chunks_exact_mut(8);
+    let mut s8 = src.chunks_exact(8);
+    for (d, s) in (&mut d8).zip(&mut s8) {
+        let x = u64::from_ne_bytes(d[..8].try_into().expect("8 bytes"))
+            ^ u64::from_ne_bytes(s[..8].try_into().expect("8 bytes"));
+        d.copy_from_slice(&x.to_ne_bytes());
+    }
+    for (d, s) in d8.into_remainder().iter_mut().zip(s8.remainder()) {
         *d ^= *s;
     }
 }
@@ -608,7 +631,7 @@ pub(crate) async fn run_subio(
                         if off == sub {
                             z.sub_wp[dev as usize] = off + nlb;
                             drop(st);
-                            inner.wake.notify_waiters();
+                            inner.wake_zone(zone);
                             break;
                         }
                     } else if z.ready {
@@ -629,7 +652,7 @@ pub(crate) async fn run_subio(
                         }
                     }
                 }
-                inner.wake.notified().await;
+                inner.zwake[zone as usize].notified().await;
             }
             let Some(m) = inner.member(dev) else {
                 return Ok(());
@@ -780,7 +803,7 @@ async fn log_switch(inner: &Rc<Inner>, log: LogZone, dev: u32, full: u32) -> Res
     }
     .await;
     log_state(&mut inner.st.borrow_mut(), log, dev).switching = false;
-    inner.wake.notify_waiters();
+    inner.wake_all();
     result
 }
 
@@ -837,7 +860,7 @@ async fn ensure_ready(inner: &Rc<Inner>, zone: u32, gen: u64) -> Result<(), Nvme
                 break;
             }
         }
-        inner.wake.notified().await;
+        inner.zwake[zone as usize].notified().await;
     }
     inner.st.borrow_mut().z[zone as usize].opening = true;
     let mut result = Ok(());
@@ -863,7 +886,7 @@ async fn ensure_ready(inner: &Rc<Inner>, zone: u32, gen: u64) -> Result<(), Nvme
         z.ready = true;
     }
     drop(st);
-    inner.wake.notify_waiters();
+    inner.wake_zone(zone);
     result
 }
 
@@ -891,7 +914,7 @@ pub(crate) fn kick_manager(inner: &Rc<Inner>, zone: u32) {
             z.old_inflight -= 1;
         }
         drop(st);
-        inner2.wake.notify_waiters();
+        inner2.wake_zone(zone);
     }));
 }
 
@@ -1034,7 +1057,7 @@ async fn manage(inner: &Rc<Inner>, zone: u32, gen: u64) -> Result<(), NvmeError>
         }
         z.applied = z.applied.max(d);
         drop(st);
-        inner.wake.notify_waiters();
+        inner.wake_zone(zone);
     }
 }
 
@@ -1158,7 +1181,7 @@ async fn wait_frontier(inner: &Rc<Inner>, zone: u32, gen: u64, end: u64) -> Resu
                 return Ok(());
             }
         }
-        inner.wake.notified().await;
+        inner.zwake[zone as usize].notified().await;
     }
 }
 
@@ -1173,7 +1196,7 @@ async fn drain(inner: &Rc<Inner>, zone: u32) {
                 return;
             }
         }
-        inner.wake.notified().await;
+        inner.zwake[zone as usize].notified().await;
     }
 }
 
@@ -1326,7 +1349,7 @@ impl RaidArray {
                         z.old_inflight -= 1;
                     }
                 }
-                inner2.wake.notify_waiters();
+                inner2.wake_zone(zone);
                 if res.is_ok() {
                     kick_manager(&inner2, zone);
                 }
@@ -1450,7 +1473,7 @@ impl RaidArray {
                     tasks.push(inner.handle.spawn(async move {
                         let r = reset_members(&inner2, zone, gen).await;
                         inner2.st.borrow_mut().z[zone as usize].busy = false;
-                        inner2.wake.notify_waiters();
+                        inner2.wake_zone(zone);
                         r
                     }));
                 }
@@ -1559,7 +1582,7 @@ async fn finish_logical(inner: &Rc<Inner>, zone: u32) -> Result<(), NvmeError> {
     }
     .await;
     inner.st.borrow_mut().z[zone as usize].busy = false;
-    inner.wake.notify_waiters();
+    inner.wake_zone(zone);
     r
 }
 

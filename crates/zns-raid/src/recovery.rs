@@ -279,6 +279,7 @@ fn new_inner(
             fifo_free_ns: vec![0; zcount.max(1)],
         }),
         wake: Notify::new(),
+        zwake: (0..zcount).map(|_| Notify::new()).collect(),
     }))
 }
 
