@@ -112,6 +112,7 @@ fn raid_filename(members: &str, variant: Variant) -> String {
 }
 
 /// Runs one sequential-write point (one fio job per zone, QD 64) and returns it.
+#[allow(clippy::too_many_arguments)]
 fn point(
     fig: &'static str,
     members: &str,
