@@ -7,6 +7,7 @@ pub mod fio_json;
 pub mod job;
 pub mod plot;
 pub mod randmap;
+pub mod repro_zraid;
 pub mod run;
 pub mod stats;
 pub mod target;

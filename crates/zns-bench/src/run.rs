@@ -97,6 +97,8 @@ pub struct RunReport {
     pub jobs: Vec<JobReport>,
     /// Virtual time at the end of the run, ns.
     pub virtual_ns: u64,
+    /// Counters of the RAID arrays (`filename=raid:…`) of the run, by filename.
+    pub raid: BTreeMap<String, zns_raid::RaidStats>,
 }
 
 fn sim_stack(h: HostStack) -> zns_sim::timing::HostStack {
@@ -162,7 +164,7 @@ pub fn run_jobs_with_progress(
                 msg,
             };
             let fname = spec.filename.clone().unwrap_or_else(|| "zn540".to_string());
-            let target = devices.target(&handle, &fname, spec.nsid).map_err(&setup)?;
+            let target = devices.target(&mut rt, &fname, spec.nsid).map_err(&setup)?;
             let stack = effective_host_stack(spec);
             if let Some(prev) = stack_of_device.insert(fname.clone(), stack) {
                 if prev != stack {
@@ -171,9 +173,7 @@ pub fn run_jobs_with_progress(
                     )));
                 }
             }
-            if let Some(ctrl) = target.controller() {
-                ctrl.set_host_stack(sim_stack(stack));
-            }
+            target.set_host_stack(sim_stack(stack));
             let geo = target.geometry();
             validate(spec, &target, &geo).map_err(&setup)?;
             let zbd_key = format!("{fname}#{}", spec.nsid.unwrap_or(0));
@@ -299,6 +299,7 @@ pub fn run_jobs_with_progress(
         seed,
         jobs: reports,
         virtual_ns: handle.now_ns(),
+        raid: devices.raid_stats(),
     })
 }
 
@@ -784,6 +785,7 @@ impl JobRun {
         self.spec.zone_append
             || self.spec.zrwa
             || effective_host_stack(&self.spec) == HostStack::IoUringMqDeadline
+            || self.target.orders_zone_writes()
     }
 
     fn flow_weight(&self) -> u64 {
@@ -830,7 +832,7 @@ impl JobRun {
     /// `precondition=fill|cold`: write the job's range (zones to zone_fill).
     async fn precondition(self: Rc<Self>) -> Result<(), RunError> {
         match &self.target {
-            Target::Zoned(_) | Target::Device(_) => {
+            Target::Zoned(_) | Target::Raid(_) | Target::Device(_) => {
                 let cap = self.geo.zone_cap_bytes;
                 let want = self.spec.zone_fill.resolve(cap, self.lba) / self.lba;
                 for z in self.report().await? {

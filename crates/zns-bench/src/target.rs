@@ -1,9 +1,10 @@
 //! The device a job runs against: a zoned or a conventional namespace of an
 //! emulated controller, opened from a profile name, a profile TOML file or a
-//! device image (`filename=`), with its geometry in bytes. One controller is
-//! opened per distinct filename in a run and shared by the jobs naming it, so
-//! jobs on one device contend for the same flash. A filename under `/dev/`
-//! (or `linux:PATH`) is a real Linux zoned block device (zns-linux).
+//! device image (`filename=`), a RAID array of emulated ZNS devices
+//! (`filename=raid:…`, see [`RaidSpec`]), or a real Linux zoned block device
+//! (a filename under `/dev/`, or `linux:PATH`: zns-linux), with its geometry
+//! in bytes. One device is opened per distinct filename in a run and shared
+//! by the jobs naming it, so jobs on one device contend for the same flash.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -13,14 +14,17 @@ use zns_core::{BlockDevice, IoFlags, NvmeError, ZonedDevice, ZrwaConfig};
 use zns_device::{
     Controller, ControllerOptions, EmulatedConventionalNs, EmulatedZns, Profile, StoreKind,
 };
+use zns_raid::{Policy, RaidArray, RaidOptions, RaidStats, Variant};
 use zns_sim::timing::HostStack;
-use zns_sim::Handle;
+use zns_sim::{Handle, Runtime};
 
 /// A namespace jobs read and write.
 #[derive(Clone)]
 pub enum Target {
     Zoned(EmulatedZns),
     Block(EmulatedConventionalNs),
+    /// A RAID array of emulated ZNS devices: itself a zoned device.
+    Raid(RaidArray),
     /// Any other zoned device: a real Linux zoned block device.
     Device(Rc<dyn ZonedDevice>),
 }
@@ -42,26 +46,38 @@ pub struct Geometry {
 }
 
 impl Target {
-    /// The emulated controller (None for a real device).
-    pub fn controller(&self) -> Option<&Controller> {
+    /// Sets the host stack the job's I/O goes through. A RAID array is a
+    /// bio-based logical device (like a device-mapper target): it has no
+    /// scheduler of its own and orders writes as they are submitted; its
+    /// members' stack is chosen by the array's variant (`RaidSpec`).
+    pub fn set_host_stack(&self, stack: HostStack) {
         match self {
-            Target::Zoned(z) => Some(z.controller()),
-            Target::Block(b) => Some(b.controller()),
-            Target::Device(_) => None,
+            Target::Zoned(z) => z.controller().set_host_stack(stack),
+            Target::Block(b) => b.controller().set_host_stack(stack),
+            // A real device's host stack is the kernel's own.
+            Target::Raid(_) | Target::Device(_) => {}
         }
     }
 
     pub fn zoned(&self) -> Option<&dyn ZonedDevice> {
         match self {
             Target::Zoned(z) => Some(z),
+            Target::Raid(r) => Some(r),
             Target::Block(_) => None,
             Target::Device(d) => Some(d.as_ref()),
         }
     }
 
+    /// The device accepts several writes in flight in one zone, in
+    /// submission order (a RAID array: the logical write pointer moves at
+    /// submission).
+    pub fn orders_zone_writes(&self) -> bool {
+        matches!(self, Target::Raid(_))
+    }
+
     pub fn geometry(&self) -> Geometry {
         match self {
-            Target::Zoned(_) | Target::Device(_) => {
+            Target::Zoned(_) | Target::Raid(_) | Target::Device(_) => {
                 let c = self.zoned().expect("zoned").config();
                 let lba = u64::from(c.lba_bytes);
                 Geometry {
@@ -94,6 +110,7 @@ impl Target {
     pub async fn read(&self, slba: u64, buf: &mut [u8]) -> Result<(), NvmeError> {
         match self {
             Target::Zoned(z) => z.read(slba, buf).await,
+            Target::Raid(r) => r.read(slba, buf).await,
             Target::Block(b) => b.read(slba, buf).await,
             Target::Device(d) => d.read(slba, buf).await,
         }
@@ -102,6 +119,7 @@ impl Target {
     pub async fn write(&self, slba: u64, data: &[u8]) -> Result<(), NvmeError> {
         match self {
             Target::Zoned(z) => z.write(slba, data, IoFlags::NONE).await,
+            Target::Raid(r) => r.write(slba, data, IoFlags::NONE).await,
             Target::Block(b) => b.write(slba, data, IoFlags::NONE).await,
             Target::Device(d) => d.write(slba, data, IoFlags::NONE).await,
         }
@@ -110,40 +128,62 @@ impl Target {
     pub async fn flush(&self) -> Result<(), NvmeError> {
         match self {
             Target::Zoned(z) => z.flush().await,
+            Target::Raid(r) => r.flush().await,
             Target::Block(b) => b.flush().await,
             Target::Device(d) => d.flush().await,
         }
     }
 }
 
-/// Controllers opened so far in a run, by filename.
+/// Controllers and arrays opened so far in a run, by filename.
 #[derive(Default)]
 pub struct Devices {
     controllers: BTreeMap<String, Controller>,
+    arrays: BTreeMap<String, (RaidArray, Vec<Controller>)>,
     real: BTreeMap<String, Rc<dyn ZonedDevice>>,
 }
 
 impl Devices {
     /// The namespace `nsid` (default: the first zoned one, else NSID 1) of the
-    /// controller `filename` names, opening it on first use.
+    /// controller `filename` names, or the array a `raid:` filename describes,
+    /// opening it on first use (an array is created on `rt`: its members are
+    /// formatted).
     pub fn target(
         &mut self,
-        handle: &Handle,
+        rt: &mut Runtime,
         filename: &str,
         nsid: Option<u32>,
     ) -> Result<Target, String> {
+        let handle = rt.handle();
+        if let Some(spec) = filename.strip_prefix("raid:") {
+            if let Some(n) = nsid {
+                if n != 1 {
+                    return Err(format!("nsid={n}: a RAID array has namespace 1 only"));
+                }
+            }
+            if !self.arrays.contains_key(filename) {
+                let spec: RaidSpec = spec
+                    .parse()
+                    .map_err(|e| format!("filename={filename}: {e}"))?;
+                let built = spec
+                    .build(rt)
+                    .map_err(|e| format!("filename={filename}: {e}"))?;
+                self.arrays.insert(filename.to_string(), built);
+            }
+            return Ok(Target::Raid(self.arrays[filename].0.clone()));
+        }
         if let Some(path) = zns_linux::device_path(filename) {
             if let Some(n) = nsid {
                 return Err(format!("nsid={n}: {filename} is one namespace already"));
             }
             if !self.real.contains_key(filename) {
-                let dev = open_real(handle, path)?;
+                let dev = open_real(&handle, path)?;
                 self.real.insert(filename.to_string(), dev);
             }
             return Ok(Target::Device(self.real[filename].clone()));
         }
         if !self.controllers.contains_key(filename) {
-            let ctrl = open_controller(handle, filename)?;
+            let ctrl = open_controller(&handle, filename)?;
             self.controllers.insert(filename.to_string(), ctrl);
         }
         let ctrl = &self.controllers[filename];
@@ -168,8 +208,165 @@ impl Devices {
         }
     }
 
+    /// Every controller of the run, RAID members included.
     pub fn controllers(&self) -> impl Iterator<Item = &Controller> {
-        self.controllers.values()
+        self.controllers
+            .values()
+            .chain(self.arrays.values().flat_map(|(_, m)| m.iter()))
+    }
+
+    /// The counters of every RAID array of the run, by filename.
+    pub fn raid_stats(&self) -> BTreeMap<String, RaidStats> {
+        self.arrays
+            .iter()
+            .map(|(k, (a, _))| (k.clone(), a.stats()))
+            .collect()
+    }
+}
+
+/// A RAID array as a `filename`: `raid:` followed by comma-separated members
+/// and options. A member is a device name as `filename=` takes it (built-in
+/// profile or profile TOML file), optionally `N×` repeated: `5xzn540` (or
+/// `5*zn540`). Options are `key=value`:
+///
+/// - `variant=raizn|raizn+|z|z+s|z+s+m|zraid` (default zraid),
+/// - `chunk=64k` (chunk size, default 64 KiB),
+/// - `policy=stripe|chunk|wplog` (default wplog),
+/// - `stack=none|mq-deadline|spdk`: the members' host stack (default from the
+///   variant: mq-deadline for raizn, raizn+ and z, none for the others),
+/// - `aggregate=K`: each member presents K of its zones as one, interleaved
+///   by its ZRWA size (the paper's PM1731a setup, §6.5),
+/// - `worker_ns=N`: host ns a submission worker spends per logical write.
+///
+/// Example: `filename=raid:5xzn540,variant=raizn+,chunk=64k`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RaidSpec {
+    pub members: Vec<String>,
+    pub options: RaidOptions,
+    pub member_stack: HostStack,
+    /// Zones of a member aggregated into one (1 = none).
+    pub aggregate: u32,
+}
+
+impl std::str::FromStr for RaidSpec {
+    type Err = String;
+    fn from_str(s: &str) -> Result<RaidSpec, String> {
+        let mut members = Vec::new();
+        let mut options = RaidOptions::default();
+        let mut stack: Option<HostStack> = None;
+        let mut aggregate = 1u32;
+        for item in s.split(',').map(str::trim).filter(|x| !x.is_empty()) {
+            if let Some((k, v)) = item.split_once('=') {
+                let v = v.trim();
+                match k.trim() {
+                    "variant" => options.variant = v.parse::<Variant>()?,
+                    "chunk" => {
+                        options.chunk_bytes = crate::job::parse_bytes(v)
+                            .filter(|&b| b > 0)
+                            .ok_or_else(|| format!("chunk={v}: not a size"))?
+                    }
+                    "policy" => options.policy = v.parse::<Policy>()?,
+                    "stack" => {
+                        stack = Some(match v {
+                            "none" | "io-uring-none" => HostStack::IoUringNone,
+                            "mq-deadline" | "io-uring-mq-deadline" => {
+                                HostStack::IoUringMqDeadline
+                            }
+                            "spdk" => HostStack::Spdk,
+                            _ => {
+                                return Err(format!(
+                                    "stack={v}: expected none, mq-deadline or spdk"
+                                ))
+                            }
+                        })
+                    }
+                    "aggregate" => {
+                        aggregate = v
+                            .parse()
+                            .ok()
+                            .filter(|&k| (1..=64).contains(&k))
+                            .ok_or_else(|| format!("aggregate={v}: expected 1..=64 zones"))?
+                    }
+                    "worker_ns" => {
+                        options.worker_ns_per_write = v
+                            .parse()
+                            .map_err(|_| format!("worker_ns={v}: not a number of ns"))?
+                    }
+                    other => {
+                        return Err(format!(
+                            "unknown RAID option {other:?} (options: variant, chunk, policy, stack, aggregate, worker_ns)"
+                        ))
+                    }
+                }
+                continue;
+            }
+            let (count, name) = match item.split_once(['x', '*']) {
+                Some((n, name)) if !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()) => {
+                    let n: usize = n.parse().map_err(|_| format!("{item}: bad count"))?;
+                    (n, name.trim())
+                }
+                _ => (1, item),
+            };
+            if count == 0 || count > 64 || name.is_empty() {
+                return Err(format!("{item}: expected NxDEVICE with 1 ≤ N ≤ 64"));
+            }
+            members.extend(std::iter::repeat(name.to_string()).take(count));
+        }
+        if members.is_empty() {
+            return Err(
+                "no members (e.g. raid:5xzn540 or raid:zn540,zn540,zn540,variant=raizn+)".into(),
+            );
+        }
+        let member_stack = stack.unwrap_or(if options.variant.members_mq_deadline() {
+            HostStack::IoUringMqDeadline
+        } else {
+            HostStack::IoUringNone
+        });
+        Ok(RaidSpec {
+            members,
+            options,
+            member_stack,
+            aggregate,
+        })
+    }
+}
+
+impl RaidSpec {
+    /// Opens the member controllers (no data kept) and creates the array.
+    pub fn build(&self, rt: &mut Runtime) -> Result<(RaidArray, Vec<Controller>), String> {
+        let handle = rt.handle();
+        let mut ctrls = Vec::new();
+        for (i, m) in self.members.iter().enumerate() {
+            if m.starts_with("raid:") {
+                return Err(format!("member {i}: an array cannot be a member"));
+            }
+            let profile = Profile::load(m).map_err(|e| format!("member {i} ({m}): {e}"))?;
+            let opts = ControllerOptions {
+                store: StoreKind::None,
+                host_stack: self.member_stack,
+            };
+            ctrls.push(
+                Controller::new(&handle, profile, opts)
+                    .map_err(|e| format!("member {i} ({m}): {e}"))?,
+            );
+        }
+        let mut devs: Vec<Rc<dyn ZonedDevice>> = Vec::new();
+        for (i, c) in ctrls.iter().enumerate() {
+            let z = c.first_zoned().ok_or_else(|| {
+                format!("member {i} ({}) has no zoned namespace", self.members[i])
+            })?;
+            if self.aggregate > 1 {
+                let a = zns_raid::AggregatedZns::new(&handle, Rc::new(z), self.aggregate)
+                    .map_err(|e| format!("member {i} ({}): {e}", self.members[i]))?;
+                devs.push(Rc::new(a));
+            } else {
+                devs.push(Rc::new(z));
+            }
+        }
+        let array = rt
+            .block_on(RaidArray::create(&handle, devs, self.options))
+            .map_err(|e| e.to_string())?;
+        Ok((array, ctrls))
     }
 }
 
@@ -211,4 +408,52 @@ fn open_real(_handle: &Handle, path: &str) -> Result<Rc<dyn ZonedDevice>, String
     Err(format!(
         "filename={path}: real zoned block devices need Linux"
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn raid_specs_parse_members_and_options() {
+        let s: RaidSpec = "5xzn540,variant=raizn+,chunk=64k".parse().unwrap();
+        assert_eq!(s.members, vec!["zn540"; 5]);
+        assert_eq!(s.options.variant, Variant::RaiznPlus);
+        assert_eq!(s.options.chunk_bytes, 65536);
+        assert_eq!(s.member_stack, HostStack::IoUringMqDeadline);
+        let s: RaidSpec = "tiny,tiny,tiny,policy=chunk,stack=spdk".parse().unwrap();
+        assert_eq!(s.members.len(), 3);
+        assert_eq!(s.options.policy, Policy::Chunk);
+        assert_eq!(s.options.variant, Variant::Zraid);
+        assert_eq!(s.member_stack, HostStack::Spdk);
+        for bad in [
+            "",
+            "variant=zraid",
+            "5xzn540,foo=1",
+            "0xzn540",
+            "5xzn540,chunk=x",
+        ] {
+            assert!(bad.parse::<RaidSpec>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_raid_filename_opens_an_array_and_invalid_ones_are_refused() {
+        let mut rt = Runtime::new(1);
+        let mut d = Devices::default();
+        let t = d.target(&mut rt, "raid:3xtiny,chunk=32k", None).unwrap();
+        let g = t.geometry();
+        assert_eq!(g.zone_cap_bytes, 2 * 192 * 4096);
+        assert!(t.orders_zone_writes());
+        assert_eq!(d.controllers().count(), 3);
+        let e = d.target(&mut rt, "raid:3xtiny", None).err().unwrap();
+        assert!(e.contains("ZRWA") || e.contains("chunk"), "{e}");
+        let e = d.target(&mut rt, "raid:tiny,tiny", None).err().unwrap();
+        assert!(e.contains("at least 3"), "{e}");
+        let e = d
+            .target(&mut rt, "raid:tiny,tiny,zn540", None)
+            .err()
+            .unwrap();
+        assert!(e.contains("differs"), "{e}");
+    }
 }

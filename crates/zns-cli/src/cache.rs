@@ -56,6 +56,8 @@ pub enum ReproCommand {
     /// ZNCache (zncache-2025): (a) 512 MiB chunks ZNS vs block, (b) 64 KiB chunks, (c) the GC experiment, (d) ZPLRU vs CLRU.
     #[command(after_help = CACHE_HELP)]
     Zncache(ReproArgs),
+    /// ZRAID (zraid-asplos25): Fig. 7 (ZRAID vs RAIZN+ sequential writes), Fig. 8 (ablation at 8 KiB), flash WAF per variant, Fig. 11 (PM1731a); PNG + CSV.
+    Zraid(crate::raid::ReproZraidArgs),
 }
 
 /// The device and the cache's shape (shared by run and gen-workload).
@@ -430,7 +432,10 @@ fn gen(a: GenArgs) -> Result<ExitCode, CliError> {
 }
 
 pub fn repro_cmd(cmd: ReproCommand) -> Result<ExitCode, CliError> {
-    let ReproCommand::Zncache(a) = cmd;
+    let a = match cmd {
+        ReproCommand::Zncache(a) => a,
+        ReproCommand::Zraid(a) => return crate::raid::repro_zraid_cmd(a),
+    };
     let load =
         |name: &str| zns_device::Profile::load(name).map_err(|e| CliError::Input(e.to_string()));
     let mut opts = ReproOptions::new().map_err(cache_err)?;

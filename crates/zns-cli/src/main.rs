@@ -38,6 +38,7 @@ Examples:
   zns fidelity --filter qd1                emulated vs published ZN540 figures
   zns cache run --device zn540 --zones 8   ZNCache over the emulated ZN540 (see zns cache run --help)
   zns repro zncache --exp b,d              the ZNCache paper's experiments, scaled
+  zns repro zraid --fig 7,8 --quick        the ZRAID paper's figures (5 x ZN540 arrays)
   zns export-zones dev.img --libzbd-dump dev_zone_info.dump
                                            its zones for Debian's `zbd report FILE`
 
@@ -76,7 +77,7 @@ enum Command {
     /// ZNCache, the ZNS-aware flash chunk cache: run it over an emulated device, generate workload files.
     #[command(subcommand)]
     Cache(cache::CacheCommand),
-    /// Reproduce a paper's experiments (zncache).
+    /// Reproduce a paper's experiments (zncache, zraid).
     #[command(subcommand)]
     Repro(cache::ReproCommand),
     /// ZRAID, RAID-5 over emulated ZNS devices with partial parity in the ZRWA: crash tests.

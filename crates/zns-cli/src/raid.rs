@@ -1,6 +1,7 @@
-//! `zns raid`: ZRAID arrays of emulated ZNS devices (zns-raid). For now the
-//! crash test of the ZRAID paper's Table 1 (`zns raid crashtest`); the logic
-//! lives in `zns_raid::crashtest`.
+//! `zns raid`: ZRAID arrays of emulated ZNS devices (zns-raid): the crash
+//! test of the ZRAID paper's Table 1 (`zns raid crashtest`, logic in
+//! `zns_raid::crashtest`), and `zns repro zraid` (logic in
+//! `zns_bench::repro_zraid`).
 
 use std::process::ExitCode;
 
@@ -222,4 +223,64 @@ fn crashtest_cmd(args: CrashtestArgs) -> Result<ExitCode, CliError> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+#[derive(Args)]
+pub struct ReproZraidArgs {
+    /// Figures, comma-separated: 7, 8, waf, 11.
+    #[arg(long, default_value = "7,8,waf,11")]
+    fig: String,
+    /// Output directory for the CSV and PNG files.
+    #[arg(long, default_value = "repro-zraid")]
+    out: std::path::PathBuf,
+    /// Fewer points and shorter runs.
+    #[arg(long)]
+    quick: bool,
+    /// Seed of every run.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Print the points and the summary as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Progress on stderr: auto (only on a terminal), always, never.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "always", "never"])]
+    eta: String,
+}
+
+pub fn repro_zraid_cmd(a: ReproZraidArgs) -> Result<ExitCode, CliError> {
+    use zns_bench::repro_zraid::{self, Fig, ReproOptions};
+    let figs = a
+        .fig
+        .split(',')
+        .filter(|s| !s.trim().is_empty())
+        .map(|s| s.parse::<Fig>())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| CliError::Usage(format!("--fig: {e}")))?;
+    let opts = ReproOptions {
+        figs,
+        quick: a.quick,
+        seed: a.seed,
+        out_dir: a.out.clone(),
+    };
+    let eta = match a.eta.as_str() {
+        "always" => Eta::Always,
+        "never" => Eta::Never,
+        _ => Eta::Auto,
+    };
+    let show = show_progress(eta);
+    let report = repro_zraid::run(&opts, &mut |line| {
+        if show {
+            eprintln!("{line}");
+        }
+    })
+    .map_err(CliError::Input)?;
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).map_err(|e| CliError::Io(e.to_string()))?
+        );
+    } else {
+        print!("{}", repro_zraid::summary_text(&report));
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -58,6 +58,41 @@ pub struct RaidStats {
     pub zrwa_flushes: u64,
     pub member_flushes: u64,
     pub degraded_reads: u64,
+    /// Partial parity appended to PP log zones (RAIZN and the ablation
+    /// variants; permanent).
+    pub pp_log_blocks: u64,
+    /// Metadata header blocks of those PP log records (permanent).
+    pub pp_header_blocks: u64,
+    /// PP log zones garbage-collected (switched, the old one reset).
+    pub pp_gc_count: u64,
+    /// Blocks GC re-appended (partial stripes of open zones) to the new PP log zone.
+    pub pp_gc_blocks: u64,
+}
+
+impl RaidStats {
+    /// Blocks programmed permanently into member flash: data, full parity,
+    /// everything appended to metadata and PP log zones. PP and WP-log entries
+    /// in the ZRWA are overwritten by later data and never reach the flash.
+    pub fn flash_blocks(&self) -> u64 {
+        self.data_blocks
+            + self.parity_blocks
+            + self.md_blocks
+            + self.pp_log_blocks
+            + self.pp_header_blocks
+            + self.pp_gc_blocks
+    }
+    /// Every block written to a member (including ZRWA overwrites).
+    pub fn member_write_blocks(&self) -> u64 {
+        self.flash_blocks() + self.pp_zrwa_blocks + self.wplog_blocks
+    }
+    /// Flash write amplification: permanent member blocks per host block
+    /// (the paper's "flash WAF", §6.4; 1.25 is full parity alone with 4 + 1).
+    pub fn flash_waf(&self) -> f64 {
+        if self.host_blocks == 0 {
+            return 0.0;
+        }
+        self.flash_blocks() as f64 / self.host_blocks as f64
+    }
 }
 
 /// Which gate a member sub-I/O waits for.
@@ -77,6 +112,12 @@ pub(crate) enum SubIo {
         gate: Gate,
     },
     Md {
+        dev: u32,
+        rec: Record,
+    },
+    /// Partial parity appended to a member's PP log zone (RAIZN), with or
+    /// without a metadata header block.
+    PpLog {
         dev: u32,
         rec: Record,
     },
@@ -110,6 +151,9 @@ pub(crate) struct ZoneRt {
     /// D whose member write-pointer targets are applied.
     pub applied: u64,
     pub member_wp: Vec<u64>,
+    /// Normal (non-ZRWA) member zones: where the next sub-I/O of each member
+    /// must start (sub-I/Os are submitted in LBA order, as RAIZN does).
+    pub sub_wp: Vec<u64>,
     pub manager: bool,
     pub inflight: u32,
     pub old_inflight: u32,
@@ -134,6 +178,7 @@ impl ZoneRt {
             frontier: 0,
             applied: 0,
             member_wp: vec![0; n],
+            sub_wp: vec![0; n],
             manager: false,
             inflight: 0,
             old_inflight: 0,
@@ -196,6 +241,16 @@ pub(crate) struct MdMember {
     pub switching: bool,
 }
 
+/// The two kinds of append-only log zones a member holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LogZone {
+    /// Metadata ("superblock") zones: superblocks, reset/finish logs, PP and
+    /// WP-log records near zone ends.
+    Md,
+    /// PP log zones (RAIZN's MD_PARITY_LOG): every partial parity.
+    Pp,
+}
+
 pub(crate) struct State {
     pub zones: ZoneSet,
     pub z: Vec<ZoneRt>,
@@ -203,6 +258,11 @@ pub(crate) struct State {
     pub poisoned: Option<NvmeError>,
     pub stats: RaidStats,
     pub md: Vec<MdMember>,
+    /// PP log zones of each member (variants with a PP log zone).
+    pub pplog: Vec<MdMember>,
+    /// When each submission FIFO is free again (virtual ns): one per
+    /// logical zone, or a single one for RAIZN.
+    pub fifo_free_ns: Vec<u64>,
 }
 
 pub(crate) struct Inner {
@@ -215,7 +275,12 @@ pub(crate) struct Inner {
     pub member_cfg: ZonedConfig,
     pub array_id: Cell<u64>,
     pub st: RefCell<State>,
+    /// Wakes waiters of array-wide conditions (log zone switches, member
+    /// failure, poisoning).
     pub wake: Notify,
+    /// Wakes waiters of one logical zone's conditions (gates, progress,
+    /// drains); array-wide events wake every zone too.
+    pub zwake: Vec<Notify>,
 }
 
 /// A RAID-5 array of zoned devices (ZRAID), itself a `ZonedDevice`.
@@ -249,9 +314,18 @@ impl Inner {
         let f = self.failed.borrow();
         (0..f.len()).filter(|&i| f[i]).collect()
     }
+    pub fn wake_zone(&self, zone: u32) {
+        self.zwake[zone as usize].notify_waiters();
+    }
+    pub fn wake_all(&self) {
+        self.wake.notify_waiters();
+        for n in &self.zwake {
+            n.notify_waiters();
+        }
+    }
     pub fn mark_failed(&self, dev: u32) {
         self.failed.borrow_mut()[dev as usize] = true;
-        self.wake.notify_waiters();
+        self.wake_all();
     }
     pub fn poison(&self, e: NvmeError) {
         let mut st = self.st.borrow_mut();
@@ -259,7 +333,7 @@ impl Inner {
             st.poisoned = Some(e);
         }
         drop(st);
-        self.wake.notify_waiters();
+        self.wake_all();
     }
     /// Member zone start of logical zone `zone`.
     pub fn mzone_start(&self, zone: u32) -> u64 {
@@ -268,6 +342,18 @@ impl Inner {
     /// Start of a member's metadata zone `which` (0 or 1).
     pub fn md_zone_start(&self, which: u32) -> u64 {
         (self.member_cfg.zone_count - 2 + which) as u64 * self.layout.member_zone_size
+    }
+    /// Start of a member's PP log zone `which` (0 or 1), the two member
+    /// zones before the metadata zones.
+    pub fn pp_zone_start(&self, which: u32) -> u64 {
+        (self.member_cfg.zone_count - 4 + which) as u64 * self.layout.member_zone_size
+    }
+    /// Start of log zone `which` of kind `log`.
+    pub fn log_zone_start(&self, log: LogZone, which: u32) -> u64 {
+        match log {
+            LogZone::Md => self.md_zone_start(which),
+            LogZone::Pp => self.pp_zone_start(which),
+        }
     }
     pub fn logical_zone_start(&self, zone: u32) -> u64 {
         zone as u64 * self.cfg.zone_size_lbas
@@ -413,6 +499,25 @@ impl Inner {
                     pps.push((se.idx - 1, from_b, c));
                 }
                 for (m, x0, y0) in pps {
+                    if self.opts.variant.pp_log_zone() {
+                        // RAIZN: every PP is appended to the PP log zone of
+                        // the stripe's parity member (permanent)
+                        let pp = self.xor_through(&z.buf, m, x0, y0);
+                        st.seq += 1;
+                        ios.push(SubIo::PpLog {
+                            dev: l.parity_dev(zone, s),
+                            rec: Record {
+                                kind: RecordKind::Pp,
+                                array_id,
+                                zone,
+                                gen: z.gen,
+                                seq: st.seq,
+                                f: [s, m as u64, x0, y0 - x0, 0, 0],
+                                payload: pp,
+                            },
+                        });
+                        continue;
+                    }
                     if m == nd - 1 {
                         // last data chunk: its partial parity goes in place
                         let x0 = x0.min(z.par_prefix);
@@ -469,7 +574,16 @@ impl Inner {
 }
 
 pub(crate) fn xor_into(dst: &mut [u8], src: &[u8]) {
-    for (d, s) in dst.iter_mut().zip(src) {
+    let n = dst.len().min(src.len());
+    let (dst, src) = (&mut dst[..n], &src[..n]);
+    let mut d8 = dst.chunks_exact_mut(8);
+    let mut s8 = src.chunks_exact(8);
+    for (d, s) in (&mut d8).zip(&mut s8) {
+        let x = u64::from_ne_bytes(d[..8].try_into().expect("8 bytes"))
+            ^ u64::from_ne_bytes(s[..8].try_into().expect("8 bytes"));
+        d.copy_from_slice(&x.to_ne_bytes());
+    }
+    for (d, s) in d8.into_remainder().iter_mut().zip(s8.remainder()) {
         *d ^= *s;
     }
 }
@@ -484,6 +598,7 @@ pub(crate) async fn run_subio(
 ) -> Result<(), NvmeError> {
     match io {
         SubIo::Md { dev, rec } => md_append(&inner, dev, rec).await,
+        SubIo::PpLog { dev, rec } => pp_append(&inner, dev, rec).await,
         SubIo::Write {
             dev,
             off,
@@ -493,11 +608,11 @@ pub(crate) async fn run_subio(
             let nlb = (data.len() / inner.lba_bytes()) as u64;
             loop {
                 {
-                    let st = inner.st.borrow();
+                    let mut st = inner.st.borrow_mut();
                     if let Some(e) = st.poisoned {
                         return Err(e);
                     }
-                    let z = &st.z[zone as usize];
+                    let z = &mut st.z[zone as usize];
                     if z.gen != gen {
                         return Err(aborted());
                     }
@@ -506,7 +621,20 @@ pub(crate) async fn run_subio(
                     }
                     let wp = z.member_wp[dev as usize];
                     let l = inner.layout;
-                    if z.ready {
+                    if z.ready && !inner.opts.variant.zrwa_zones() {
+                        // normal zones: strictly in order per member zone
+                        // (the member's scheduler keeps the order downstream)
+                        let sub = z.sub_wp[dev as usize];
+                        if off < sub {
+                            return Err(NvmeStatus::ZoneInvalidWrite.into());
+                        }
+                        if off == sub {
+                            z.sub_wp[dev as usize] = off + nlb;
+                            drop(st);
+                            inner.wake_zone(zone);
+                            break;
+                        }
+                    } else if z.ready {
                         let window = off + nlb <= wp + l.zrwa_lbas;
                         match gate {
                             Gate::Slot if off < wp => return Ok(()),
@@ -524,7 +652,7 @@ pub(crate) async fn run_subio(
                         }
                     }
                 }
-                inner.wake.notified().await;
+                inner.zwake[zone as usize].notified().await;
             }
             let Some(m) = inner.member(dev) else {
                 return Ok(());
@@ -541,9 +669,48 @@ pub(crate) async fn run_subio(
 pub(crate) async fn md_append(inner: &Rc<Inner>, dev: u32, rec: Record) -> Result<(), NvmeError> {
     let data = rec.encode(inner.lba_bytes());
     let blocks = (data.len() / inner.lba_bytes()) as u64;
+    log_append(inner, LogZone::Md, dev, &data).await?;
+    inner.st.borrow_mut().stats.md_blocks += blocks;
+    Ok(())
+}
+
+/// Appends a partial parity record to a member's PP log zone: a metadata
+/// header block and the PP (RAIZN, Z, Z+S), or the PP alone (Z+S+M).
+pub(crate) async fn pp_append(inner: &Rc<Inner>, dev: u32, rec: Record) -> Result<(), NvmeError> {
+    let header = inner.opts.variant.pp_header();
+    let pp_blocks = (rec.payload.len() / inner.lba_bytes()) as u64;
+    let data = if header {
+        rec.encode(inner.lba_bytes())
+    } else {
+        rec.payload
+    };
+    log_append(inner, LogZone::Pp, dev, &data).await?;
+    let mut st = inner.st.borrow_mut();
+    st.stats.pp_log_blocks += pp_blocks;
+    if header {
+        st.stats.pp_header_blocks += (data.len() / inner.lba_bytes()) as u64 - pp_blocks;
+    }
+    Ok(())
+}
+
+fn log_state(st: &mut State, log: LogZone, dev: u32) -> &mut MdMember {
+    match log {
+        LogZone::Md => &mut st.md[dev as usize],
+        LogZone::Pp => &mut st.pplog[dev as usize],
+    }
+}
+
+/// Appends `data` (FUA) to the current log zone of kind `log` of member
+/// `dev`, switching to the other one when it is full.
+async fn log_append(
+    inner: &Rc<Inner>,
+    log: LogZone,
+    dev: u32,
+    data: &[u8],
+) -> Result<(), NvmeError> {
     for _attempt in 0..3 {
         loop {
-            if inner.st.borrow().md[dev as usize].switching {
+            if log_state(&mut inner.st.borrow_mut(), log, dev).switching {
                 inner.wake.notified().await;
             } else {
                 break;
@@ -552,22 +719,19 @@ pub(crate) async fn md_append(inner: &Rc<Inner>, dev: u32, rec: Record) -> Resul
         let Some(m) = inner.member(dev) else {
             return Ok(());
         };
-        let cur = inner.st.borrow().md[dev as usize].cur;
+        let cur = log_state(&mut inner.st.borrow_mut(), log, dev).cur;
         let r = m
-            .append(inner.md_zone_start(cur), &data, IoFlags::FUA)
+            .append(inner.log_zone_start(log, cur), data, IoFlags::FUA)
             .await;
         match r {
-            Ok(_) => {
-                inner.st.borrow_mut().stats.md_blocks += blocks;
-                return Ok(());
-            }
+            Ok(_) => return Ok(()),
             Err(e)
                 if matches!(
                     e.status,
                     NvmeStatus::ZoneIsFull | NvmeStatus::ZoneBoundaryError
                 ) =>
             {
-                md_switch(inner, dev, cur).await?;
+                log_switch(inner, log, dev, cur).await?;
             }
             Err(e) => return inner.member_result(dev, Err(e)),
         }
@@ -575,12 +739,15 @@ pub(crate) async fn md_append(inner: &Rc<Inner>, dev: u32, rec: Record) -> Resul
     Err(NvmeStatus::InternalError.into())
 }
 
-/// The current metadata zone of `dev` is full: reset the other one and make it
-/// current, with a new superblock and the zone generations.
-async fn md_switch(inner: &Rc<Inner>, dev: u32, full: u32) -> Result<(), NvmeError> {
+/// The current log zone of `dev` is full: reset the other one and make it
+/// current. A metadata zone starts with a new superblock and the zone
+/// generations; a PP log zone (RAIZN's GC) with the partial stripes of the
+/// open zones whose parity lives on `dev`, so the PP records in the zone
+/// being dropped are no longer needed.
+async fn log_switch(inner: &Rc<Inner>, log: LogZone, dev: u32, full: u32) -> Result<(), NvmeError> {
     {
         let mut st = inner.st.borrow_mut();
-        let md = &mut st.md[dev as usize];
+        let md = log_state(&mut st, log, dev);
         if md.cur != full || md.switching {
             return Ok(()); // someone else switched
         }
@@ -594,34 +761,84 @@ async fn md_switch(inner: &Rc<Inner>, dev: u32, full: u32) -> Result<(), NvmeErr
         let r = m
             .zone_send(ZoneSendCmd {
                 action: ZoneAction::Reset,
-                slba: inner.md_zone_start(new),
+                slba: inner.log_zone_start(log, new),
                 select_all: false,
             })
             .await;
         inner.member_result(dev, r)?;
-        let epoch = inner.st.borrow().md[dev as usize].epoch + 1;
-        let recs = [
-            crate::recovery::superblock(inner, dev, epoch),
-            crate::recovery::gen_table(inner),
-        ];
+        let epoch = log_state(&mut inner.st.borrow_mut(), log, dev).epoch + 1;
+        let recs = match log {
+            LogZone::Md => vec![
+                crate::recovery::superblock(inner, dev, epoch),
+                crate::recovery::gen_table(inner),
+            ],
+            LogZone::Pp => {
+                inner.st.borrow_mut().stats.pp_gc_count += 1;
+                partial_stripes_on(inner, dev)
+            }
+        };
         for rec in recs {
-            let data = rec.encode(inner.lba_bytes());
+            let data = if log == LogZone::Pp && !inner.opts.variant.pp_header() {
+                rec.payload
+            } else {
+                rec.encode(inner.lba_bytes())
+            };
             let r = m
-                .append(inner.md_zone_start(new), &data, IoFlags::FUA)
+                .append(inner.log_zone_start(log, new), &data, IoFlags::FUA)
                 .await
                 .map(|_| ());
             inner.member_result(dev, r)?;
-            inner.st.borrow_mut().stats.md_blocks += (data.len() / inner.lba_bytes()) as u64;
+            let blocks = (data.len() / inner.lba_bytes()) as u64;
+            let mut st = inner.st.borrow_mut();
+            match log {
+                LogZone::Md => st.stats.md_blocks += blocks,
+                LogZone::Pp => st.stats.pp_gc_blocks += blocks,
+            }
         }
         let mut st = inner.st.borrow_mut();
-        st.md[dev as usize].cur = new;
-        st.md[dev as usize].epoch = epoch;
+        let md = log_state(&mut st, log, dev);
+        md.cur = new;
+        md.epoch = epoch;
         Ok(())
     }
     .await;
-    inner.st.borrow_mut().md[dev as usize].switching = false;
-    inner.wake.notify_waiters();
+    log_state(&mut inner.st.borrow_mut(), log, dev).switching = false;
+    inner.wake_all();
     result
+}
+
+/// The partial stripe data of every zone whose parity member is `dev`, as
+/// records for a PP log zone GC.
+fn partial_stripes_on(inner: &Inner, dev: u32) -> Vec<Record> {
+    let l = inner.layout;
+    let mut st = inner.st.borrow_mut();
+    let mut out = Vec::new();
+    let mut seq = st.seq;
+    for (zone, z) in st.z.iter().enumerate() {
+        let zone = zone as u32;
+        let s = z.buf_stripe;
+        if z.buf.is_empty() || !z.ready || l.parity_dev(zone, s) != dev {
+            continue;
+        }
+        let filled = z.submit_end.saturating_sub(s * l.stripe_lbas());
+        if filled == 0 || filled >= l.stripe_lbas() {
+            continue;
+        }
+        seq += 1;
+        let bytes = filled as usize * inner.lba_bytes();
+        out.push(Record {
+            kind: RecordKind::Pp,
+            array_id: inner.array_id.get(),
+            zone,
+            gen: z.gen,
+            seq,
+            // raw data of the partial stripe (f[4] = 1), as RAIZN's GC keeps it
+            f: [s, 0, 0, filled, 1, 0],
+            payload: z.buf[..bytes].to_vec(),
+        });
+    }
+    st.seq = seq;
+    out
 }
 
 /// Opens every member zone of `zone` with a ZRWA (first write of a generation).
@@ -643,13 +860,19 @@ async fn ensure_ready(inner: &Rc<Inner>, zone: u32, gen: u64) -> Result<(), Nvme
                 break;
             }
         }
-        inner.wake.notified().await;
+        inner.zwake[zone as usize].notified().await;
     }
     inner.st.borrow_mut().z[zone as usize].opening = true;
     let mut result = Ok(());
     for dev in 0..inner.layout.n {
         let opened = inner
-            .member_zone_send(dev, zone, ZoneAction::Open { zrwa: true })
+            .member_zone_send(
+                dev,
+                zone,
+                ZoneAction::Open {
+                    zrwa: inner.opts.variant.zrwa_zones(),
+                },
+            )
             .await;
         if let Err(e) = opened {
             result = Err(e);
@@ -663,7 +886,7 @@ async fn ensure_ready(inner: &Rc<Inner>, zone: u32, gen: u64) -> Result<(), Nvme
         z.ready = true;
     }
     drop(st);
-    inner.wake.notify_waiters();
+    inner.wake_zone(zone);
     result
 }
 
@@ -691,7 +914,7 @@ pub(crate) fn kick_manager(inner: &Rc<Inner>, zone: u32) {
             z.old_inflight -= 1;
         }
         drop(st);
-        inner2.wake.notify_waiters();
+        inner2.wake_zone(zone);
     }));
 }
 
@@ -794,24 +1017,36 @@ async fn manage(inner: &Rc<Inner>, zone: u32, gen: u64) -> Result<(), NvmeError>
         if inner.opts.flush_before_advance {
             flush_members(inner).await?;
         }
-        // first chunk of the zone: no previous member to carry step 2
-        let first = {
-            let st = inner.st.borrow();
-            let z = &st.z[zone as usize];
-            inner.opts.policy != Policy::Stripe && !z.first_chunk_logged && d / l.chunk_lbas == 1
-        };
-        if first {
-            inner.st.borrow_mut().z[zone as usize].first_chunk_logged = true;
-            log_wp(inner, zone, gen, d).await?;
+        if inner.opts.variant.zrwa_zones() {
+            // first chunk of the zone: no previous member to carry step 2
+            let first = {
+                let st = inner.st.borrow();
+                let z = &st.z[zone as usize];
+                inner.opts.policy != Policy::Stripe
+                    && !z.first_chunk_logged
+                    && d / l.chunk_lbas == 1
+            };
+            if first {
+                inner.st.borrow_mut().z[zone as usize].first_chunk_logged = true;
+                log_wp(inner, zone, gen, d).await?;
+            }
+            let (t, pair) = l.targets(zone, d, inner.opts.policy);
+            let pair_list: Vec<(u32, u64)> = pair.iter().map(|&dv| (dv, t[dv as usize])).collect();
+            advance_all(inner, zone, gen, pair_list).await?;
+            let rest: Vec<(u32, u64)> = (0..l.n)
+                .filter(|dv| !pair.contains(dv))
+                .map(|dv| (dv, t[dv as usize]))
+                .collect();
+            advance_all(inner, zone, gen, rest).await?;
+        } else {
+            // normal zones: the member write pointers moved with the writes
+            let (t, _) = l.targets(zone, d, Policy::Chunk);
+            let mut st = inner.st.borrow_mut();
+            let z = &mut st.z[zone as usize];
+            for (w, t) in z.member_wp.iter_mut().zip(t) {
+                *w = (*w).max(t);
+            }
         }
-        let (t, pair) = l.targets(zone, d, inner.opts.policy);
-        let pair_list: Vec<(u32, u64)> = pair.iter().map(|&dv| (dv, t[dv as usize])).collect();
-        advance_all(inner, zone, gen, pair_list).await?;
-        let rest: Vec<(u32, u64)> = (0..l.n)
-            .filter(|dv| !pair.contains(dv))
-            .map(|dv| (dv, t[dv as usize]))
-            .collect();
-        advance_all(inner, zone, gen, rest).await?;
         if d >= l.logical_cap() && l.rows * l.chunk_lbas < l.member_zone_cap {
             finish_members(inner, zone, gen).await?;
         }
@@ -822,7 +1057,7 @@ async fn manage(inner: &Rc<Inner>, zone: u32, gen: u64) -> Result<(), NvmeError>
         }
         z.applied = z.applied.max(d);
         drop(st);
-        inner.wake.notify_waiters();
+        inner.wake_zone(zone);
     }
 }
 
@@ -865,6 +1100,10 @@ pub(crate) async fn log_wp(
     end: u64,
 ) -> Result<(), NvmeError> {
     let l = inner.layout;
+    if !inner.opts.variant.zrwa_zones() {
+        // normal zones: a write is durable where the members put it
+        return Ok(());
+    }
     let (entry, idx) = {
         let mut st = inner.st.borrow_mut();
         if claimed(inner, &st, zone) >= end || st.z[zone as usize].logged_end >= end {
@@ -942,7 +1181,7 @@ async fn wait_frontier(inner: &Rc<Inner>, zone: u32, gen: u64, end: u64) -> Resu
                 return Ok(());
             }
         }
-        inner.wake.notified().await;
+        inner.zwake[zone as usize].notified().await;
     }
 }
 
@@ -957,7 +1196,7 @@ async fn drain(inner: &Rc<Inner>, zone: u32) {
                 return;
             }
         }
-        inner.wake.notified().await;
+        inner.zwake[zone as usize].notified().await;
     }
 }
 
@@ -1039,6 +1278,29 @@ impl RaidArray {
             return Err(NvmeStatus::InvalidField.into());
         }
         let nlb = (data.len() / b) as u64;
+        // the submission worker (one FIFO per zone, one for all with RAIZN)
+        let cost = inner.opts.worker_ns_per_write;
+        if cost > 0 {
+            let fifo = {
+                let st = inner.st.borrow();
+                match st.zones.zone_of(slba) {
+                    Some(_) if inner.opts.variant.single_fifo() => Some(0),
+                    Some(z) => Some(z as usize),
+                    None => None,
+                }
+            };
+            if let Some(f) = fifo {
+                let now = inner.handle.now_ns();
+                let at = {
+                    let mut st = inner.st.borrow_mut();
+                    let free = &mut st.fifo_free_ns[f];
+                    *free = (*free).max(now) + cost;
+                    *free
+                };
+                inner.handle.sleep_until(at).await;
+                inner.check_alive()?;
+            }
+        }
         let (zone, gen, off, pieces) = {
             let mut st = inner.st.borrow_mut();
             let eff = if append {
@@ -1087,7 +1349,7 @@ impl RaidArray {
                         z.old_inflight -= 1;
                     }
                 }
-                inner2.wake.notify_waiters();
+                inner2.wake_zone(zone);
                 if res.is_ok() {
                     kick_manager(&inner2, zone);
                 }
@@ -1211,7 +1473,7 @@ impl RaidArray {
                     tasks.push(inner.handle.spawn(async move {
                         let r = reset_members(&inner2, zone, gen).await;
                         inner2.st.borrow_mut().z[zone as usize].busy = false;
-                        inner2.wake.notify_waiters();
+                        inner2.wake_zone(zone);
                         r
                     }));
                 }
@@ -1320,7 +1582,7 @@ async fn finish_logical(inner: &Rc<Inner>, zone: u32) -> Result<(), NvmeError> {
     }
     .await;
     inner.st.borrow_mut().z[zone as usize].busy = false;
-    inner.wake.notify_waiters();
+    inner.wake_zone(zone);
     r
 }
 

@@ -24,17 +24,41 @@ pub const PATTERN: [u8; 7] = *b"ZRAID*7";
 
 /// Fills `buf` with the pattern as it is at byte address `addr`.
 pub fn fill_pattern(addr: u64, buf: &mut [u8]) {
-    for (i, b) in buf.iter_mut().enumerate() {
-        *b = PATTERN[((addr + i as u64) % 7) as usize];
+    let tile = pattern_tile();
+    let mut i = 0;
+    while i < buf.len() {
+        let phase = ((addr + i as u64) % 7) as usize;
+        let k = (buf.len() - i).min(tile.len() - 7);
+        buf[i..i + k].copy_from_slice(&tile[phase..phase + k]);
+        i += k;
     }
+}
+
+/// The pattern repeated from phase 0, to fill and compare whole slices.
+fn pattern_tile() -> &'static [u8] {
+    static TILE: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    TILE.get_or_init(|| (0..7 * 4096 + 7).map(|i| PATTERN[i % 7]).collect())
 }
 
 /// First byte of `buf` (at byte address `addr`) that breaks the pattern.
 pub fn check_pattern(addr: u64, buf: &[u8]) -> Option<usize> {
-    buf.iter()
-        .enumerate()
-        .find(|(i, b)| **b != PATTERN[((addr + *i as u64) % 7) as usize])
-        .map(|(i, _)| i)
+    let tile = pattern_tile();
+    let mut i = 0;
+    while i < buf.len() {
+        let phase = ((addr + i as u64) % 7) as usize;
+        let k = (buf.len() - i).min(tile.len() - 7);
+        let want = &tile[phase..phase + k];
+        if buf[i..i + k] != *want {
+            let j = buf[i..i + k]
+                .iter()
+                .zip(want)
+                .position(|(x, y)| x != y)
+                .unwrap_or(0);
+            return Some(i + j);
+        }
+        i += k;
+    }
+    None
 }
 
 /// What a crash test runs.
@@ -167,6 +191,7 @@ fn trial(cfg: &CrashConfig, seed: u64, out: &mut TrialOutcome) -> Result<(), Str
         chunk_bytes: cfg.chunk_bytes,
         policy: cfg.policy,
         flush_before_advance: false,
+        ..RaidOptions::default()
     };
     let array = rt
         .block_on(RaidArray::create(&handle, devices(&ctrls)?, opts))
@@ -414,4 +439,25 @@ pub fn run(
         each(&o);
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pattern_is_keyed_by_byte_address_and_a_wrong_byte_is_found() {
+        for (addr, len) in [(0u64, 1usize), (5, 100_000), (4096 * 3 + 1, 70_000)] {
+            let mut buf = vec![0u8; len];
+            fill_pattern(addr, &mut buf);
+            for (i, b) in buf.iter().enumerate() {
+                assert_eq!(*b, PATTERN[((addr + i as u64) % 7) as usize]);
+            }
+            assert_eq!(check_pattern(addr, &buf), None);
+            assert_eq!(check_pattern(addr + 1, &buf), Some(0));
+            let at = len * 2 / 3;
+            buf[at] ^= 1;
+            assert_eq!(check_pattern(addr, &buf), Some(at));
+        }
+    }
 }

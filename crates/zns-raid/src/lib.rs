@@ -10,22 +10,29 @@
 //! recovery (logical write pointers recomputed from member write pointers and
 //! WP logs, stripe buffers reloaded from the media), degraded reads with one
 //! member failed, rebuild onto a spare, and the crash-test harness
-//! (`crashtest`). `docs/raid.md` describes the design and the on-media formats.
+//! (`crashtest`), and zone aggregation (`aggr`, for small-zone members such
+//! as the PM1731a). `docs/raid.md` describes the design and the on-media formats.
 //!
 //! Everything runs on the `zns_sim` runtime: no wall clock, no threads; the
 //! array's background work (ZRWA manager, sub-I/O submission) are tasks of the
 //! runtime handle it is given.
 
+pub mod aggr;
 mod array;
 pub mod crashtest;
 pub mod layout;
 pub mod md;
 mod recovery;
 
+pub use aggr::AggregatedZns;
 pub use array::{RaidArray, RaidStats};
 pub use layout::Layout;
 
 use zns_core::NvmeError;
+
+/// Default host time per logical write in a submission worker (see
+/// `RaidOptions::worker_ns_per_write`).
+pub const DEFAULT_WORKER_NS_PER_WRITE: u64 = 2_000;
 
 /// Default chunk size.
 pub const DEFAULT_CHUNK_BYTES: u64 = 64 * 1024;
@@ -68,6 +75,114 @@ impl std::str::FromStr for Policy {
     }
 }
 
+/// Which design the array runs: ZRAID, the RAIZN baseline (ASPLOS '23) and
+/// its per-zone-queue fix RAIZN+, and the ablation steps of the ZRAID paper
+/// §6.3 between RAIZN+ and ZRAID. One write path with switches
+/// (`docs/raid.md`, "Variants"):
+///
+/// | variant | member zones | PP goes to | PP header block | member scheduler | submission FIFOs |
+/// |---|---|---|---|---|---|
+/// | `raizn`  | normal | PP log zone | yes | mq-deadline | one for the array |
+/// | `raizn+` | normal | PP log zone | yes | mq-deadline | one per zone |
+/// | `z`      | ZRWA   | PP log zone | yes | mq-deadline | one per zone |
+/// | `z+s`    | ZRWA   | PP log zone | yes | none        | one per zone |
+/// | `z+s+m`  | ZRWA   | PP log zone | no  | none        | one per zone |
+/// | `zraid`  | ZRWA   | ZRWA of the data zones (Rule 1) | no | none | one per zone |
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize)]
+pub enum Variant {
+    Raizn,
+    RaiznPlus,
+    Z,
+    ZS,
+    ZSM,
+    #[default]
+    Zraid,
+}
+
+impl Variant {
+    pub const ALL: [Variant; 6] = [
+        Variant::Raizn,
+        Variant::RaiznPlus,
+        Variant::Z,
+        Variant::ZS,
+        Variant::ZSM,
+        Variant::Zraid,
+    ];
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::Raizn => "raizn",
+            Variant::RaiznPlus => "raizn+",
+            Variant::Z => "z",
+            Variant::ZS => "z+s",
+            Variant::ZSM => "z+s+m",
+            Variant::Zraid => "zraid",
+        }
+    }
+    /// Member zones are opened with a ZRWA (write pointers advanced by
+    /// explicit ZRWA flushes); otherwise they are normal zones written in order.
+    pub fn zrwa_zones(self) -> bool {
+        !matches!(self, Variant::Raizn | Variant::RaiznPlus)
+    }
+    /// Partial parity is appended to a dedicated PP log zone per member
+    /// (RAIZN) instead of the ZRWA of the data zones.
+    pub fn pp_log_zone(self) -> bool {
+        self != Variant::Zraid
+    }
+    /// A PP log record starts with a metadata header block.
+    pub fn pp_header(self) -> bool {
+        matches!(
+            self,
+            Variant::Raizn | Variant::RaiznPlus | Variant::Z | Variant::ZS
+        )
+    }
+    /// The members run behind mq-deadline's per-zone write lock (queue depth
+    /// one per zone); otherwise behind `none` (high queue depth).
+    pub fn members_mq_deadline(self) -> bool {
+        matches!(self, Variant::Raizn | Variant::RaiznPlus | Variant::Z)
+    }
+    /// All zones share one submission FIFO (RAIZN's single work queue).
+    pub fn single_fifo(self) -> bool {
+        self == Variant::Raizn
+    }
+    /// Member zones reserved for the array's own logs: 2 metadata zones, plus
+    /// 2 PP log zones (the current one and the one GC switches to).
+    pub fn reserved_zones(self) -> u32 {
+        if self.pp_log_zone() {
+            4
+        } else {
+            2
+        }
+    }
+}
+
+impl std::fmt::Display for Variant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Variant {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Variant, String> {
+        let l = s.trim().to_ascii_lowercase();
+        let l = match l.as_str() {
+            "raiznplus" | "raizn-plus" => "raizn+",
+            "zs" => "z+s",
+            "zsm" => "z+s+m",
+            "z+s+m+p" => "zraid",
+            x => x,
+        };
+        Variant::ALL
+            .into_iter()
+            .find(|v| v.name() == l)
+            .ok_or_else(|| {
+                format!(
+                    "unknown RAID variant {s:?}: expected raizn, raizn+, z, z+s, z+s+m or zraid"
+                )
+            })
+    }
+}
+
 /// Array options.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RaidOptions {
@@ -79,6 +194,12 @@ pub struct RaidOptions {
     /// members without power-loss protection whose completed writes can be
     /// lost (the ZN540 keeps them, so ZRAID does not do this).
     pub flush_before_advance: bool,
+    /// Design variant (default ZRAID).
+    pub variant: Variant,
+    /// Host time one submission worker spends per logical write (splitting,
+    /// copying, parity). Work of zones sharing a FIFO is serial: RAIZN's one
+    /// work queue is its bottleneck, RAIZN+ and the others have one per zone.
+    pub worker_ns_per_write: u64,
 }
 
 impl Default for RaidOptions {
@@ -87,6 +208,8 @@ impl Default for RaidOptions {
             chunk_bytes: DEFAULT_CHUNK_BYTES,
             policy: Policy::WpLog,
             flush_before_advance: false,
+            variant: Variant::Zraid,
+            worker_ns_per_write: DEFAULT_WORKER_NS_PER_WRITE,
         }
     }
 }
@@ -130,6 +253,11 @@ pub enum RaidError {
     NotAnArray(String),
     #[error("member {member}: {error}")]
     Device { member: usize, error: NvmeError },
+    #[error("the {variant} variant does not support {what}: power-loss recovery and rebuild are built for ZRAID's design (member write pointers and WP logs)")]
+    Unsupported {
+        variant: Variant,
+        what: &'static str,
+    },
     #[error("rebuild: {0}")]
     Rebuild(String),
 }

@@ -52,8 +52,19 @@ pub(crate) fn validate(
             });
         }
     }
-    let zrwa = m0.zrwa.ok_or(RaidError::NoZrwa)?;
+    let variant = opts.variant;
     let lba = m0.lba_bytes as u64;
+    // normal-zone variants (RAIZN) need no ZRWA; the layout still has a PP
+    // distance, of one chunk, for the (unused) ZRWA fields
+    let zrwa = if variant.zrwa_zones() {
+        m0.zrwa.ok_or(RaidError::NoZrwa)?
+    } else {
+        zns_core::ZrwaConfig {
+            size_lbas: 2 * (opts.chunk_bytes / lba.max(1)),
+            flush_granularity_lbas: 1,
+            resources: u32::MAX,
+        }
+    };
     if opts.chunk_bytes == 0 || opts.chunk_bytes % lba != 0 {
         return Err(RaidError::ChunkNotBlocks {
             chunk_bytes: opts.chunk_bytes,
@@ -94,7 +105,8 @@ pub(crate) fn validate(
             limit_lbas: m0.append_limit_lbas() as u64,
         });
     }
-    if m0.zone_count < 3 {
+    let reserved = variant.reserved_zones();
+    if m0.zone_count < reserved + 1 {
         return Err(RaidError::TooFewZones {
             zones: m0.zone_count,
         });
@@ -119,17 +131,24 @@ pub(crate) fn validate(
         member_zone_cap: m0.zone_capacity_lbas,
     };
     let lim = |x: u32| if x == 0 { u32::MAX } else { x };
-    // one open/active resource of every member is the metadata zone's
-    let active = (lim(m0.max_open_zones) - 1)
-        .min(lim(m0.max_active_zones) - 1)
-        .min(zrwa.resources);
+    // one open/active resource of every member is the metadata zone's, one
+    // more the PP log zone's
+    let logs = reserved / 2;
+    let active = lim(m0.max_open_zones)
+        .saturating_sub(logs)
+        .min(lim(m0.max_active_zones).saturating_sub(logs))
+        .min(if variant.zrwa_zones() {
+            zrwa.resources
+        } else {
+            u32::MAX
+        });
     if active == 0 {
         return Err(RaidError::NoZoneResources);
     }
     let nd = (n - 1) as u64;
     let cfg = ZonedConfig {
         lba_bytes: m0.lba_bytes,
-        zone_count: m0.zone_count - 2,
+        zone_count: m0.zone_count - reserved,
         zone_size_lbas: m0.zone_size_lbas * nd,
         zone_capacity_lbas: layout.logical_cap(),
         max_open_zones: active,
@@ -249,8 +268,18 @@ fn new_inner(
                 };
                 n
             ],
+            pplog: vec![
+                MdMember {
+                    cur: 0,
+                    epoch: 1,
+                    switching: false
+                };
+                n
+            ],
+            fifo_free_ns: vec![0; zcount.max(1)],
         }),
         wake: Notify::new(),
+        zwake: (0..zcount).map(|_| Notify::new()).collect(),
     }))
 }
 
@@ -305,6 +334,12 @@ impl RaidArray {
         members: Vec<Rc<dyn ZonedDevice>>,
         opts: RaidOptions,
     ) -> Result<RaidArray, RaidError> {
+        if opts.variant != crate::Variant::Zraid {
+            return Err(RaidError::Unsupported {
+                variant: opts.variant,
+                what: "opening an existing array",
+            });
+        }
         let (layout, cfg) = validate(&members, &opts)?;
         let n = members.len();
         let mcfg = members[0].config().clone();
@@ -443,6 +478,12 @@ impl RaidArray {
     pub async fn rebuild(&self, index: usize, spare: Rc<dyn ZonedDevice>) -> Result<(), RaidError> {
         let inner = &self.inner;
         let l = inner.layout;
+        if inner.opts.variant != crate::Variant::Zraid {
+            return Err(RaidError::Unsupported {
+                variant: inner.opts.variant,
+                what: "rebuild",
+            });
+        }
         if index >= inner.n() || !inner.failed.borrow()[index] {
             return Err(RaidError::Rebuild(format!(
                 "member {index} is not a failed member of this array"

@@ -87,6 +87,7 @@ fn run_case(
         chunk_bytes: chunk_kib * 1024,
         policy,
         flush_before_advance: false,
+        ..RaidOptions::default()
     };
     let (mut ctrls, array) = create(&mut rt, &p, n, opts).unwrap();
     let cfg = array.config().clone();

@@ -123,6 +123,7 @@ fn metadata_zones_switch_when_full_and_recovery_reads_both() {
         chunk_bytes: 32 * 1024,
         policy: Policy::WpLog,
         flush_before_advance: false,
+        ..RaidOptions::default()
     };
     let (ctrls, a) = create(&mut rt, &tiny_keep(), 3, opts).unwrap();
     let cap = a.config().zone_capacity_lbas;

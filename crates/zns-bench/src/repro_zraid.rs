@@ -1,0 +1,656 @@
+//! `zns repro zraid`: the ZRAID paper's (ASPLOS '25) throughput and write
+//! amplification experiments, each point an ordinary fio job run through
+//! `run_jobs` on a `filename=raid:…` array (no shortcut, no stored number):
+//!
+//! - Fig. 7: sequential writes at QD 64, 1/4/7/10/12 open zones (one fio job
+//!   per zone), request sizes 4 KiB–256 KiB, 5 × ZN540, ZRAID vs RAIZN+, with
+//!   the paper's upper bounds (3075 / 4100 / 4920 MB/s) drawn;
+//! - Fig. 8: the same at 8 KiB for every variant (RAIZN, RAIZN+, Z, Z+S,
+//!   Z+S+M, ZRAID);
+//! - WAF: flash write amplification (`RaidStats::flash_waf`) per variant and
+//!   request size;
+//! - Fig. 11: PM1731a members (DRAM-backed ZRWA), 15 open zones, 4–64 KiB,
+//!   ZRAID vs RAIZN+. The PM1731a's ZRWA (64 KiB, ZRWAFG 32 KiB) is too small
+//!   for a 64 KiB chunk, so, as in the paper, each member aggregates 4 of its
+//!   zones (`raid:…,aggregate=4`).
+//!
+//! The paper runs 10 s per point; here a point runs `runtime_ms` of virtual
+//! time after a ramp (see docs/raid.md, "Reproduction"), PNG + CSV per figure.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use plotters::prelude::*;
+use serde::Serialize;
+use zns_raid::{RaidStats, Variant};
+
+use crate::job::parse_args;
+use crate::run::run_jobs;
+
+/// The figures `zns repro zraid` can produce.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Fig {
+    F7,
+    F8,
+    Waf,
+    F11,
+}
+
+impl std::str::FromStr for Fig {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Fig, String> {
+        match s.trim() {
+            "7" => Ok(Fig::F7),
+            "8" => Ok(Fig::F8),
+            "waf" | "WAF" => Ok(Fig::Waf),
+            "11" => Ok(Fig::F11),
+            o => Err(format!("unknown figure {o:?}: expected 7, 8, waf or 11")),
+        }
+    }
+}
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct ReproOptions {
+    pub figs: Vec<Fig>,
+    /// Fewer points and shorter runs (a smoke run in seconds).
+    pub quick: bool,
+    pub seed: u64,
+    pub out_dir: PathBuf,
+}
+
+/// One measured point.
+#[derive(Debug, Clone, Serialize)]
+pub struct Point {
+    pub fig: &'static str,
+    pub variant: &'static str,
+    pub members: String,
+    pub bs_bytes: u64,
+    pub zones: u32,
+    /// Write throughput, MB/s (10^6 bytes per second, as the paper).
+    pub mb_per_s: f64,
+    pub flash_waf: f64,
+    pub stats: RaidStats,
+}
+
+/// Headline numbers, for the summary table.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Summary {
+    /// Fig. 7: mean of ZRAID / RAIZN+ − 1 over the points with bs ≤ 64 KiB (paper: +18.1 %).
+    pub f7_gain_le_64k_pct: Option<f64>,
+    /// Fig. 7: same at 256 KiB (paper: −0.86 %).
+    pub f7_gain_256k_pct: Option<f64>,
+    /// Fig. 8: mean MB/s per variant over the zone counts.
+    pub f8_mean_mb_per_s: Vec<(String, f64)>,
+    /// Fig. 8: RAIZN+ < Z+S < Z+S+M < ZRAID at every zone count.
+    pub f8_order_holds: Option<bool>,
+    /// Flash WAF at 8 KiB per variant.
+    pub waf_8k: Vec<(String, f64)>,
+    /// Fig. 11: the largest ZRAID / RAIZN+ ratio (paper: up to 3.3×).
+    pub f11_max_ratio: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub runtime_ms: u64,
+    pub ramp_ms: u64,
+    pub points: Vec<Point>,
+    pub summary: Summary,
+    /// Files written (CSV and PNG).
+    pub files: Vec<String>,
+}
+
+const KIB: u64 = 1024;
+/// Request sizes of Fig. 7 (the paper's 4–256 KiB).
+const F7_SIZES: [u64; 7] = [4, 8, 16, 32, 64, 128, 256];
+const F7_ZONES: [u32; 5] = [1, 4, 7, 10, 12];
+/// The paper's upper bounds for 5 × ZN540 (6150 MB/s raw): ≤ 64 KiB, 128 KiB, 256 KiB.
+pub const UPPER_BOUNDS_MB_PER_S: [(u64, f64); 3] = [(64, 3075.0), (128, 4100.0), (256, 4920.0)];
+
+fn raid_filename(members: &str, variant: Variant) -> String {
+    format!("raid:{members},variant={}", variant.name())
+}
+
+/// Runs one sequential-write point (one fio job per zone, QD 64) and returns it.
+#[allow(clippy::too_many_arguments)]
+fn point(
+    fig: &'static str,
+    members: &str,
+    variant: Variant,
+    bs_kib: u64,
+    zones: u32,
+    runtime_ms: u64,
+    ramp_ms: u64,
+    seed: u64,
+) -> Result<Point, String> {
+    let filename = raid_filename(members, variant);
+    let args = vec![
+        "--name=seqwrite".to_string(),
+        format!("--filename={filename}"),
+        "--ioengine=libaio".into(),
+        "--direct=1".into(),
+        "--rw=write".into(),
+        format!("--bs={bs_kib}k"),
+        "--iodepth=64".into(),
+        "--zonemode=zbd".into(),
+        "--size=1z".into(),
+        "--offset_increment=1z".into(),
+        format!("--numjobs={zones}"),
+        format!("--max_open_zones={zones}"),
+        format!("--runtime={runtime_ms}ms"),
+        format!("--ramp_time={ramp_ms}ms"),
+        "--time_based".into(),
+        "--group_reporting".into(),
+    ];
+    let specs = parse_args(&args).map_err(|e| format!("{fig}: {e}"))?;
+    let rep = run_jobs(&specs, seed)
+        .map_err(|e| format!("{fig} {filename} bs={bs_kib}k zones={zones}: {e}"))?;
+    let job = rep.jobs.first().ok_or("no job report")?;
+    let secs = job.runtime_ns as f64 / 1e9;
+    let mb_per_s = if secs > 0.0 {
+        job.write.io_bytes as f64 / secs / 1e6
+    } else {
+        0.0
+    };
+    let stats = rep.raid.get(&filename).copied().unwrap_or_default();
+    Ok(Point {
+        fig,
+        variant: variant.name(),
+        members: members.to_string(),
+        bs_bytes: bs_kib * KIB,
+        zones,
+        mb_per_s,
+        flash_waf: stats.flash_waf(),
+        stats,
+    })
+}
+
+/// Runs the figures, writing CSV and PNG files into `opts.out_dir`;
+/// `progress` gets a line per point.
+pub fn run(opts: &ReproOptions, progress: &mut dyn FnMut(&str)) -> Result<Report, String> {
+    std::fs::create_dir_all(&opts.out_dir)
+        .map_err(|e| format!("{}: {e}", opts.out_dir.display()))?;
+    let (runtime_ms, ramp_ms) = if opts.quick { (40, 20) } else { (200, 50) };
+    let zn = "5xzn540";
+    let mut points = Vec::new();
+    let mut files = Vec::new();
+    let mut run_point = |fig, members: &str, v, bs, z| -> Result<Point, String> {
+        let p = point(fig, members, v, bs, z, runtime_ms, ramp_ms, opts.seed)?;
+        progress(&format!(
+            "{fig:>4} {:<7} {members:<22} bs={:>3}k zones={:>2}: {:>7.0} MB/s  flash WAF {:.3}",
+            p.variant, bs, z, p.mb_per_s, p.flash_waf
+        ));
+        Ok(p)
+    };
+    let sizes: Vec<u64> = if opts.quick {
+        vec![4, 64, 256]
+    } else {
+        F7_SIZES.to_vec()
+    };
+    let zone_counts: Vec<u32> = if opts.quick {
+        vec![1, 12]
+    } else {
+        F7_ZONES.to_vec()
+    };
+    for fig in &opts.figs {
+        match fig {
+            Fig::F7 => {
+                for &z in &zone_counts {
+                    for &bs in &sizes {
+                        for v in [Variant::RaiznPlus, Variant::Zraid] {
+                            points.push(run_point("7", zn, v, bs, z)?);
+                        }
+                    }
+                }
+            }
+            Fig::F8 => {
+                for &z in &zone_counts {
+                    for v in Variant::ALL {
+                        points.push(run_point("8", zn, v, 8, z)?);
+                    }
+                }
+            }
+            Fig::Waf => {
+                for &bs in &sizes {
+                    for v in Variant::ALL {
+                        points.push(run_point("waf", zn, v, bs, 4)?);
+                    }
+                }
+            }
+            Fig::F11 => {
+                let sizes11: Vec<u64> = if opts.quick {
+                    vec![4, 64]
+                } else {
+                    vec![4, 8, 16, 32, 64]
+                };
+                for &bs in &sizes11 {
+                    for v in [Variant::RaiznPlus, Variant::Zraid] {
+                        points.push(run_point("11", "5xpm1731a,aggregate=4", v, bs, 15)?);
+                    }
+                }
+            }
+        }
+    }
+    let summary = summarize(&points);
+    for fig in &opts.figs {
+        files.extend(write_fig(*fig, &points, &opts.out_dir)?);
+    }
+    Ok(Report {
+        runtime_ms,
+        ramp_ms,
+        points,
+        summary,
+        files,
+    })
+}
+
+fn find(points: &[Point], fig: &str, v: Variant, bs_kib: u64, zones: u32) -> Option<f64> {
+    points
+        .iter()
+        .find(|p| {
+            p.fig == fig && p.variant == v.name() && p.bs_bytes == bs_kib * KIB && p.zones == zones
+        })
+        .map(|p| p.mb_per_s)
+}
+
+fn mean(v: &[f64]) -> Option<f64> {
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+fn summarize(points: &[Point]) -> Summary {
+    let mut s = Summary::default();
+    let f7: Vec<&Point> = points.iter().filter(|p| p.fig == "7").collect();
+    let gains = |pred: &dyn Fn(u64) -> bool| -> Vec<f64> {
+        f7.iter()
+            .filter(|p| p.variant == Variant::Zraid.name() && pred(p.bs_bytes))
+            .filter_map(|p| {
+                let base = find(points, "7", Variant::RaiznPlus, p.bs_bytes / KIB, p.zones)?;
+                (base > 0.0).then(|| (p.mb_per_s / base - 1.0) * 100.0)
+            })
+            .collect()
+    };
+    s.f7_gain_le_64k_pct = mean(&gains(&|b| b <= 64 * KIB));
+    s.f7_gain_256k_pct = mean(&gains(&|b| b == 256 * KIB));
+    let f8: Vec<&Point> = points.iter().filter(|p| p.fig == "8").collect();
+    if !f8.is_empty() {
+        for v in Variant::ALL {
+            let xs: Vec<f64> = f8
+                .iter()
+                .filter(|p| p.variant == v.name())
+                .map(|p| p.mb_per_s)
+                .collect();
+            if let Some(m) = mean(&xs) {
+                s.f8_mean_mb_per_s.push((v.name().to_string(), m));
+            }
+        }
+        let mut zones: Vec<u32> = f8.iter().map(|p| p.zones).collect();
+        zones.dedup();
+        let order = [
+            Variant::RaiznPlus,
+            Variant::ZS,
+            Variant::ZSM,
+            Variant::Zraid,
+        ];
+        s.f8_order_holds = Some(zones.iter().all(|&z| {
+            let v: Vec<f64> = order
+                .iter()
+                .filter_map(|&x| find(points, "8", x, 8, z))
+                .collect();
+            v.len() == order.len() && v.windows(2).all(|w| w[0] < w[1])
+        }));
+    }
+    for v in Variant::ALL {
+        if let Some(p) = points
+            .iter()
+            .find(|p| p.fig == "waf" && p.variant == v.name() && p.bs_bytes == 8 * KIB)
+            .or_else(|| {
+                points
+                    .iter()
+                    .find(|p| p.variant == v.name() && p.bs_bytes == 8 * KIB && p.fig != "11")
+            })
+        {
+            s.waf_8k.push((v.name().to_string(), p.flash_waf));
+        }
+    }
+    let ratios: Vec<f64> = points
+        .iter()
+        .filter(|p| p.fig == "11" && p.variant == Variant::Zraid.name())
+        .filter_map(|p| {
+            let base = find(points, "11", Variant::RaiznPlus, p.bs_bytes / KIB, p.zones)?;
+            (base > 0.0).then(|| p.mb_per_s / base)
+        })
+        .collect();
+    s.f11_max_ratio = ratios.into_iter().reduce(f64::max);
+    s
+}
+
+/// The summary as a text table.
+pub fn summary_text(r: &Report) -> String {
+    let s = &r.summary;
+    let mut out = String::new();
+    let pct = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:+.1} %"));
+    let _ = writeln!(
+        out,
+        "zns repro zraid ({} ms per point after a {} ms ramp)",
+        r.runtime_ms, r.ramp_ms
+    );
+    let _ = writeln!(out, "{:<46} {:>14} {:>14}", "measure", "emulated", "paper");
+    let _ = writeln!(
+        out,
+        "{:<46} {:>14} {:>14}",
+        "Fig. 7 ZRAID vs RAIZN+, bs <= 64 KiB (mean)",
+        pct(s.f7_gain_le_64k_pct),
+        "+18.1 %"
+    );
+    let _ = writeln!(
+        out,
+        "{:<46} {:>14} {:>14}",
+        "Fig. 7 ZRAID vs RAIZN+, bs = 256 KiB (mean)",
+        pct(s.f7_gain_256k_pct),
+        "-0.86 %"
+    );
+    for (v, m) in &s.f8_mean_mb_per_s {
+        let _ = writeln!(
+            out,
+            "{:<46} {:>14} {:>14}",
+            format!("Fig. 8 {v} 8 KiB (mean over zones)"),
+            format!("{m:.0} MB/s"),
+            ""
+        );
+    }
+    if let Some(o) = s.f8_order_holds {
+        let _ = writeln!(
+            out,
+            "{:<46} {:>14} {:>14}",
+            "Fig. 8 RAIZN+ < Z+S < Z+S+M < ZRAID (all zones)",
+            if o { "yes" } else { "no" },
+            "yes"
+        );
+    }
+    for (v, w) in &s.waf_8k {
+        let paper = match v.as_str() {
+            "zraid" => "1.25",
+            _ => "",
+        };
+        let _ = writeln!(
+            out,
+            "{:<46} {:>14} {:>14}",
+            format!("flash WAF {v}, 8 KiB"),
+            format!("{w:.3}"),
+            paper
+        );
+    }
+    if let Some(x) = s.f11_max_ratio {
+        let _ = writeln!(
+            out,
+            "{:<46} {:>14} {:>14}",
+            "Fig. 11 PM1731a ZRAID / RAIZN+ (max)",
+            format!("{x:.2}x"),
+            "3.3x"
+        );
+    }
+    for f in &r.files {
+        let _ = writeln!(out, "wrote {f}");
+    }
+    out
+}
+
+fn csv_of(points: &[&Point]) -> String {
+    let mut out = String::from(
+        "fig,variant,members,bs_bytes,zones,mb_per_s,flash_waf,host_blocks,data_blocks,parity_blocks,pp_zrwa_blocks,pp_md_blocks,pp_log_blocks,pp_header_blocks,pp_gc_count,pp_gc_blocks,wplog_blocks,md_blocks,zrwa_flushes\n",
+    );
+    for p in points {
+        let s = &p.stats;
+        let _ = writeln!(
+            out,
+            "{},{},\"{}\",{},{},{:.1},{:.4},{},{},{},{},{},{},{},{},{},{},{},{}",
+            p.fig,
+            p.variant,
+            p.members,
+            p.bs_bytes,
+            p.zones,
+            p.mb_per_s,
+            p.flash_waf,
+            s.host_blocks,
+            s.data_blocks,
+            s.parity_blocks,
+            s.pp_zrwa_blocks,
+            s.pp_md_blocks,
+            s.pp_log_blocks,
+            s.pp_header_blocks,
+            s.pp_gc_count,
+            s.pp_gc_blocks,
+            s.wplog_blocks,
+            s.md_blocks,
+            s.zrwa_flushes
+        );
+    }
+    out
+}
+
+const COLORS: [RGBColor; 6] = [
+    RGBColor(31, 119, 180),
+    RGBColor(214, 39, 40),
+    RGBColor(44, 160, 44),
+    RGBColor(148, 103, 189),
+    RGBColor(255, 127, 14),
+    RGBColor(23, 190, 207),
+];
+
+/// One panel of a figure: series of (x, y) points and horizontal bound lines.
+struct Panel {
+    title: String,
+    series: Vec<(String, Vec<(f64, f64)>)>,
+    bounds: Vec<(f64, f64, f64)>,
+}
+
+/// Draws panels side by side; x is log2 of the request size in KiB.
+fn draw(
+    path: &Path,
+    title: &str,
+    y_label: &str,
+    x_log2: bool,
+    panels: &[Panel],
+) -> Result<(), String> {
+    let err = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+    let width = 360 * panels.len().max(1) as u32 + 80;
+    let root = BitMapBackend::new(path, (width.max(700), 480)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let root = root
+        .titled(title, ("sans-serif", 22))
+        .map_err(|e| err(&e))?;
+    let areas = root.split_evenly((1, panels.len().max(1)));
+    let ymax = panels
+        .iter()
+        .flat_map(|p| {
+            p.series
+                .iter()
+                .flat_map(|s| s.1.iter().map(|q| q.1))
+                .chain(p.bounds.iter().map(|b| b.2))
+        })
+        .fold(0.0f64, f64::max)
+        * 1.1;
+    let xs: Vec<f64> = panels
+        .iter()
+        .flat_map(|p| p.series.iter().flat_map(|s| s.1.iter().map(|q| q.0)))
+        .collect();
+    let tx = |x: f64| if x_log2 { x.log2() } else { x };
+    let x0 = xs.iter().copied().map(tx).fold(f64::INFINITY, f64::min);
+    let x1 = xs.iter().copied().map(tx).fold(f64::NEG_INFINITY, f64::max);
+    let (x0, x1) = if x0.is_finite() && x1 > x0 {
+        (x0 - 0.3, x1 + 0.3)
+    } else {
+        (0.0, 1.0)
+    };
+    for (panel, area) in panels.iter().zip(areas.iter()) {
+        let mut chart = ChartBuilder::on(area)
+            .caption(&panel.title, ("sans-serif", 16))
+            .margin(8)
+            .x_label_area_size(35)
+            .y_label_area_size(55)
+            .build_cartesian_2d(x0..x1, 0.0..ymax.max(1.0))
+            .map_err(|e| err(&e))?;
+        let xf = move |v: &f64| {
+            if x_log2 {
+                format!("{}k", 2f64.powf(*v).round())
+            } else {
+                format!("{v:.0}")
+            }
+        };
+        chart
+            .configure_mesh()
+            .x_labels(8)
+            .x_label_formatter(&xf)
+            .y_desc(y_label)
+            .label_style(("sans-serif", 12))
+            .light_line_style(RGBColor(235, 235, 235))
+            .draw()
+            .map_err(|e| err(&e))?;
+        for (i, (label, pts)) in panel.series.iter().enumerate() {
+            let c = COLORS[i % COLORS.len()];
+            let pts: Vec<(f64, f64)> = pts.iter().map(|&(x, y)| (tx(x), y)).collect();
+            chart
+                .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))
+                .map_err(|e| err(&e))?
+                .label(label.clone())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
+                });
+            chart
+                .draw_series(pts.iter().map(|p| Circle::new(*p, 3, c.filled())))
+                .map_err(|e| err(&e))?;
+        }
+        for &(a, b, y) in &panel.bounds {
+            let (a, b) = (tx(a) - 0.25, tx(b) + 0.25);
+            chart
+                .draw_series(LineSeries::new(vec![(a, y), (b, y)], BLACK.stroke_width(1)))
+                .map_err(|e| err(&e))?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .label_font(("sans-serif", 12))
+            .draw()
+            .map_err(|e| err(&e))?;
+    }
+    root.present().map_err(|e| err(&e))?;
+    Ok(())
+}
+
+fn series(
+    points: &[&Point],
+    v: Variant,
+    x: impl Fn(&Point) -> f64,
+    y: impl Fn(&Point) -> f64,
+) -> (String, Vec<(f64, f64)>) {
+    let mut pts: Vec<(f64, f64)> = points
+        .iter()
+        .filter(|p| p.variant == v.name())
+        .map(|p| (x(p), y(p)))
+        .collect();
+    pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+    (v.name().to_uppercase(), pts)
+}
+
+/// Writes `fig`'s CSV and PNG; returns their paths.
+fn write_fig(fig: Fig, points: &[Point], dir: &Path) -> Result<Vec<String>, String> {
+    let (key, name) = match fig {
+        Fig::F7 => ("7", "zraid_fig7"),
+        Fig::F8 => ("8", "zraid_fig8"),
+        Fig::Waf => ("waf", "zraid_waf"),
+        Fig::F11 => ("11", "zraid_fig11"),
+    };
+    let pts: Vec<&Point> = points.iter().filter(|p| p.fig == key).collect();
+    let csv = dir.join(format!("{name}.csv"));
+    std::fs::write(&csv, csv_of(&pts)).map_err(|e| format!("{}: {e}", csv.display()))?;
+    let png = dir.join(format!("{name}.png"));
+    let kib = |p: &Point| (p.bs_bytes / KIB) as f64;
+    let mbs = |p: &Point| p.mb_per_s;
+    match fig {
+        Fig::F7 => {
+            let mut zones: Vec<u32> = pts.iter().map(|p| p.zones).collect();
+            zones.sort();
+            zones.dedup();
+            let panels: Vec<Panel> = zones
+                .iter()
+                .map(|&z| {
+                    let zp: Vec<&Point> = pts.iter().copied().filter(|p| p.zones == z).collect();
+                    Panel {
+                        title: format!("{z} I/O zone{}", if z == 1 { "" } else { "s" }),
+                        series: vec![
+                            series(&zp, Variant::RaiznPlus, kib, mbs),
+                            series(&zp, Variant::Zraid, kib, mbs),
+                        ],
+                        bounds: vec![
+                            (4.0, 64.0, UPPER_BOUNDS_MB_PER_S[0].1),
+                            (128.0, 128.0, UPPER_BOUNDS_MB_PER_S[1].1),
+                            (256.0, 256.0, UPPER_BOUNDS_MB_PER_S[2].1),
+                        ],
+                    }
+                })
+                .collect();
+            draw(
+                &png,
+                "Fig. 7: sequential write, QD 64, 5 x ZN540 (lines: upper bounds 3075/4100/4920 MB/s)",
+                "MB/s",
+                true,
+                &panels,
+            )?;
+        }
+        Fig::F8 => {
+            let zones = |p: &Point| p.zones as f64;
+            let panel = Panel {
+                title: "8 KiB sequential writes, QD 64, by I/O zones".into(),
+                series: Variant::ALL
+                    .iter()
+                    .map(|&v| series(&pts, v, zones, mbs))
+                    .collect(),
+                bounds: vec![],
+            };
+            draw(
+                &png,
+                "Fig. 8: ZRAID ablation, 5 x ZN540",
+                "MB/s",
+                false,
+                &[panel],
+            )?;
+        }
+        Fig::Waf => {
+            let panel = Panel {
+                title: "flash WAF by request size (4 I/O zones)".into(),
+                series: Variant::ALL
+                    .iter()
+                    .map(|&v| series(&pts, v, kib, |p| p.flash_waf))
+                    .collect(),
+                bounds: vec![(4.0, 256.0, 1.25)],
+            };
+            draw(
+                &png,
+                "Flash write amplification per variant (line: 1.25, full parity only)",
+                "flash WAF",
+                true,
+                &[panel],
+            )?;
+        }
+        Fig::F11 => {
+            let panel = Panel {
+                title: "15 I/O zones, QD 64".into(),
+                series: vec![
+                    series(&pts, Variant::RaiznPlus, kib, mbs),
+                    series(&pts, Variant::Zraid, kib, mbs),
+                ],
+                bounds: vec![],
+            };
+            draw(
+                &png,
+                "Fig. 11: 5 x PM1731a (DRAM ZRWA, 4 zones aggregated)",
+                "MB/s",
+                true,
+                &[panel],
+            )?;
+        }
+    }
+    Ok(vec![csv.display().to_string(), png.display().to_string()])
+}
