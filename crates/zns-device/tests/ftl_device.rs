@@ -11,9 +11,21 @@ use zns_sim::timing::HostStack;
 use zns_sim::Runtime;
 
 fn tiny_ftl(rt: &Runtime, store: StoreKind) -> EmulatedConventionalNs {
+    tiny_ftl_with(rt, store, "superblock")
+}
+
+/// `tiny-ftl` with `[namespace.ftl] allocation` set.
+fn tiny_ftl_with(rt: &Runtime, store: StoreKind, allocation: &str) -> EmulatedConventionalNs {
+    let profile = Profile::builtin("tiny-ftl")
+        .unwrap()
+        .with_overrides(&[(
+            "namespace.0.ftl.allocation".to_string(),
+            allocation.to_string(),
+        )])
+        .unwrap();
     let ctrl = Controller::new(
         &rt.handle(),
-        Profile::builtin("tiny-ftl").unwrap(),
+        profile,
         ControllerOptions {
             store,
             host_stack: HostStack::Spdk,
@@ -47,9 +59,9 @@ proptest! {
     /// page map stays consistent, reads return the last data written (zeros
     /// after a trim or before any write), out-of-range commands are rejected.
     #[test]
-    fn ftl_namespace_keeps_a_consistent_map(fill in any::<bool>(), ops in prop::collection::vec(op(), 1..400)) {
+    fn ftl_namespace_keeps_a_consistent_map(fill in any::<bool>(), per_die in any::<bool>(), ops in prop::collection::vec(op(), 1..400)) {
         let mut rt = Runtime::new(3);
-        let dev = tiny_ftl(&rt, StoreKind::Memory);
+        let dev = tiny_ftl_with(&rt, StoreKind::Memory, if per_die { "per-die" } else { "superblock" });
         let cap = dev.capacity_lbas();
         rt.block_on(async {
             let mut model: HashMap<u64, u8> = HashMap::new();
