@@ -79,7 +79,7 @@ pub fn block_label(profile: &str, nsid: u32, has_gc: bool) -> String {
     if has_gc {
         format!("{profile} nsid {nsid}")
     } else {
-        format!("{profile} nsid {nsid} (block device without GC — sn540 pending)")
+        format!("{profile} nsid {nsid} (block device without GC: --block-device sn540-mini has one)")
     }
 }
 
@@ -520,6 +520,12 @@ fn block_description(o: &ReproOptions, grown: bool) -> String {
     } else {
         o.block_label.clone()
     }
+}
+
+/// Whether namespace `nsid` of `p` is an FTL SSD (device-side GC).
+pub fn has_device_gc(p: &Profile, nsid: u32) -> bool {
+    let idx = nsid.saturating_sub(1) as usize;
+    matches!(p.namespaces.get(idx), Some(NamespaceProfile::Conventional(c)) if c.ftl.is_some())
 }
 
 /// Capacity of the block device when it is an FTL SSD (device-side GC).

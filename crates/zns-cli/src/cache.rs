@@ -207,7 +207,7 @@ pub struct ReproArgs {
     /// Its namespace.
     #[arg(long, default_value_t = 1)]
     block_nsid: u32,
-    /// The block device runs device GC (labels only; zn540-cns does not).
+    /// The block device runs device GC (labels only; detected for FTL profiles such as sn540-mini).
     #[arg(long)]
     block_has_gc: bool,
     /// The ZNS device profile.
@@ -437,7 +437,8 @@ pub fn repro_cmd(cmd: ReproCommand) -> Result<ExitCode, CliError> {
     opts.zns_profile = load(&a.zns_device)?;
     opts.block_profile = load(&a.block_device)?;
     opts.block_nsid = a.block_nsid;
-    opts.block_label = repro::block_label(&a.block_device, a.block_nsid, a.block_has_gc);
+    let has_gc = a.block_has_gc || repro::has_device_gc(&opts.block_profile, a.block_nsid);
+    opts.block_label = repro::block_label(&a.block_device, a.block_nsid, has_gc);
     opts.scale = if a.quick {
         Scale::Quick
     } else {
