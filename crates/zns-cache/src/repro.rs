@@ -79,7 +79,9 @@ pub fn block_label(profile: &str, nsid: u32, has_gc: bool) -> String {
     if has_gc {
         format!("{profile} nsid {nsid}")
     } else {
-        format!("{profile} nsid {nsid} (block device without GC: --block-device sn540-mini has one)")
+        format!(
+            "{profile} nsid {nsid} (block device without GC: --block-device sn540-mini has one)"
+        )
     }
 }
 
