@@ -218,6 +218,7 @@ impl Controller {
         path: &std::path::Path,
         host_stack: HostStack,
     ) -> Result<Controller, DeviceError> {
+        refuse_ftl_in_image(&profile)?;
         let layout: Vec<(u32, u64)> = profile
             .namespaces
             .iter()
@@ -252,6 +253,7 @@ impl Controller {
             image.profile_toml(),
             &format!("stored in {}", path.display()),
         )?;
+        refuse_ftl_in_image(&profile)?;
         let records = match image.load_metadata()? {
             Some(blob) => Some(decode_metadata(&blob, &profile)?),
             None => None,
@@ -1420,6 +1422,25 @@ fn new_ns_state(
 }
 
 /// The zone tables of all namespaces as JSON (stored in the image's metadata slots).
+/// Device images do not store an FTL's page map (docs/ftl.md): a reopened
+/// image would come back with an empty map — data without placement, GC
+/// state and counters — so an image of a profile with an FTL namespace is
+/// refused instead of silently losing that state.
+fn refuse_ftl_in_image(profile: &Profile) -> Result<(), DeviceError> {
+    for (i, ns) in profile.namespaces.iter().enumerate() {
+        if matches!(ns, NamespaceProfile::Conventional(c) if c.ftl.is_some()) {
+            return Err(DeviceError::Invalid(format!(
+                "profile {}: namespace {} is an SSD with an FTL ([namespace.ftl]); device images do not \
+                 store the FTL's page map yet, so it cannot be kept in an image: use the none, stamp or \
+                 memory store",
+                profile.name,
+                i + 1
+            )));
+        }
+    }
+    Ok(())
+}
+
 fn encode_metadata(namespaces: &[NsState]) -> Vec<u8> {
     let tables: Vec<Vec<zns_core::ZoneRecord>> = namespaces
         .iter()

@@ -192,3 +192,23 @@ fn gc_slows_host_writes_and_counts_device_waf() {
     .unwrap();
     assert!(z.ftl_stats(1).is_none() && z.ftl_stats(2).is_none());
 }
+
+#[test]
+fn ftl_namespaces_are_refused_in_device_images() {
+    // The page map is not stored in images: refusing beats reopening an
+    // image whose data has lost its placement, GC state and counters.
+    let rt = Runtime::new(1);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ftl.img");
+    let e = Controller::create_image(
+        &rt.handle(),
+        Profile::builtin("tiny-ftl").unwrap(),
+        &path,
+        HostStack::Spdk,
+    )
+    .err()
+    .expect("an FTL profile must be refused");
+    let msg = e.to_string();
+    assert!(msg.contains("FTL") && msg.contains("image"), "{msg}");
+    assert!(!path.exists(), "nothing may be created");
+}
