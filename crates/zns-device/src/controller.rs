@@ -33,7 +33,7 @@ use zns_sim::rng::SimRng;
 use zns_sim::timing::{FlashArray, FtlPlace, HostStack, MediaOp, NamespaceKind};
 use zns_sim::Handle;
 
-use crate::ftl::{Ftl, FtlEffects, FtlStats};
+use crate::ftl::{Ftl, FtlEffects, FtlStats, GcWork};
 use crate::mqdeadline::ZoneWriteLocks;
 use crate::profile::{
     CompletedWritePolicy, ConventionalConfig, InFlightWritePolicy, NamespaceProfile, Profile,
@@ -1019,11 +1019,14 @@ impl Controller {
             }
             let off = slba * lba_bytes as u64;
             let bytes = buf.len() as u64;
-            done_ns = match &st.namespaces[ns as usize] {
+            done_ns = match &mut st.namespaces[ns as usize] {
                 NsState::Conventional { ftl: Some(ftl), .. } => {
                     ftl.places(off, bytes, &mut st.ftl_places);
-                    st.flash
-                        .submit_ftl_read(now_ns, stack, ns, off, bytes, &st.ftl_places)
+                    let t = st
+                        .flash
+                        .submit_ftl_read(now_ns, stack, ns, off, bytes, &st.ftl_places);
+                    ftl.note_done(t);
+                    t
                 }
                 _ => st.flash.submit(
                     now_ns,
@@ -1142,33 +1145,25 @@ impl Controller {
                 Some(ftl) => {
                     let fx = &mut st.ftl_fx;
                     fx.clear();
+                    fx.load.program_ns = st.flash.profile().program_ns;
+                    fx.load.unit_read_ns = st.flash.unit_read_ns();
+                    fx.load.erase_ns = st.flash.profile().erase_ns;
+                    // Background GC in the idle time before this write.
+                    if let Some(t0) = ftl.idle_gc(now_ns, &fx.load, &mut fx.gc) {
+                        submit_gc(&mut st.flash, t0, stack, ns, &fx.gc);
+                        fx.clear();
+                    }
                     // The frontier steers units to the least busy dies.
                     let n = st.flash.dies();
                     fx.load.until_ns.clear();
                     fx.load
                         .until_ns
                         .extend((0..n).map(|d| st.flash.die_program_until(d).max(now_ns)));
-                    fx.load.program_ns = st.flash.profile().program_ns;
-                    fx.load.unit_read_ns = st.flash.unit_read_ns();
-                    fx.load.erase_ns = st.flash.profile().erase_ns;
                     ftl.write(off, bytes, fx)
                         .map_err(|_| NvmeError::from(NvmeStatus::InternalError))?;
                     // GC the write triggered runs first on its dies.
-                    for g in &fx.gc {
-                        let op = MediaOp::GcRelocate {
-                            ns,
-                            die: g.die,
-                            read_units: g.read_units,
-                            bytes: g.bytes,
-                            program_units: g.program_units,
-                        };
-                        st.flash.submit(now_ns, stack, &op);
-                        for _ in 0..g.erases {
-                            st.flash
-                                .submit(now_ns, stack, &MediaOp::Erase { ns, die: g.die });
-                        }
-                    }
-                    st.flash.submit_ftl_write(
+                    submit_gc(&mut st.flash, now_ns, stack, ns, &fx.gc);
+                    let t = st.flash.submit_ftl_write(
                         now_ns,
                         stack,
                         ns,
@@ -1176,7 +1171,9 @@ impl Controller {
                         bytes,
                         flags.fua,
                         &fx.unit_dies,
-                    )
+                    );
+                    ftl.note_done(t);
+                    t
                 }
             };
             st.stats.writes += 1;
@@ -1422,6 +1419,24 @@ fn new_ns_state(
 }
 
 /// The zone tables of all namespaces as JSON (stored in the image's metadata slots).
+/// Submits FTL garbage collection work to the timing model at `t_ns`: each
+/// die's relocation, then its erases (background: no host overhead).
+fn submit_gc(flash: &mut FlashArray, t_ns: u64, stack: HostStack, ns: u32, gc: &[GcWork]) {
+    for g in gc {
+        let op = MediaOp::GcRelocate {
+            ns,
+            die: g.die,
+            read_units: g.read_units,
+            bytes: g.bytes,
+            program_units: g.program_units,
+        };
+        flash.submit(t_ns, stack, &op);
+        for _ in 0..g.erases {
+            flash.submit(t_ns, stack, &MediaOp::Erase { ns, die: g.die });
+        }
+    }
+}
+
 /// Device images do not store an FTL's page map (docs/ftl.md): a reopened
 /// image would come back with an empty map — data without placement, GC
 /// state and counters — so an image of a profile with an FTL namespace is

@@ -107,6 +107,16 @@ pub struct FtlConfig {
     /// block watermarks count superblocks.
     #[serde(default)]
     pub allocation: Allocation,
+    /// Background GC at idle: once no command has been in flight for this
+    /// long (ns), the FTL collects victims until every pool has
+    /// `idle_gc_free_blocks` free units (and pays its paced GC debt), as far
+    /// as the idle time allows. 0 = off (default).
+    #[serde(default)]
+    pub idle_gc_after_ns: u64,
+    /// Free units per pool that idle GC works towards (> gc_stop_free_blocks
+    /// when idle GC is on).
+    #[serde(default)]
+    pub idle_gc_free_blocks: u32,
 }
 
 fn default_map_unit() -> u64 {
@@ -208,6 +218,13 @@ impl FtlConfig {
             return Err(format!(
                 "ftl.gc_start_free_blocks = {start}, ftl.gc_stop_free_blocks = {stop}: need 2 <= start < stop \
                  (the GC needs a free block to move valid data into)"
+            ));
+        }
+        if self.idle_gc_after_ns > 0 && self.idle_gc_free_blocks <= stop {
+            return Err(format!(
+                "ftl.idle_gc_free_blocks = {}: with ftl.idle_gc_after_ns set it must be above \
+                 ftl.gc_stop_free_blocks ({stop})",
+                self.idle_gc_free_blocks
             ));
         }
         let bpd = blocks_per_die as u64;
@@ -416,6 +433,10 @@ pub struct Ftl {
     debt: Vec<GcWork>,
     /// Superblocks: GC program units paid per host program unit, per die.
     debt_rate: Vec<u64>,
+    /// Collecting at idle: GC work goes to the timing model at once.
+    idle: bool,
+    /// Latest completion time of a command to the namespace (idle GC).
+    busy_until_ns: u64,
 }
 
 impl Ftl {
@@ -471,6 +492,8 @@ impl Ftl {
                 })
                 .collect(),
             debt_rate: vec![0; geo.dies as usize],
+            idle: false,
+            busy_until_ns: 0,
         }
     }
 
@@ -834,7 +857,7 @@ impl Ftl {
     /// with host writes — otherwise every die would stall the host for the
     /// whole superblock's relocation.
     fn account_gc(&mut self, work: &[GcWork], out: &mut Vec<GcWork>) {
-        if self.group == 1 {
+        if self.group == 1 || self.idle {
             out.extend_from_slice(work);
             return;
         }
@@ -982,6 +1005,69 @@ impl Ftl {
             }
         }
         best.unwrap_or((die + 1) % n)
+    }
+
+    // ------------------------------------------------------------ idle GC
+
+    /// A command to the namespace completes at `done_ns` (idle tracking).
+    pub fn note_done(&mut self, done_ns: u64) {
+        self.busy_until_ns = self.busy_until_ns.max(done_ns);
+    }
+
+    /// Background GC for the idle time before `now_ns` (`idle_gc_after_ns`
+    /// after the last completion): pays the paced GC debt, then collects
+    /// victims while a pool has fewer than `idle_gc_free_blocks` free units
+    /// and the work so far fits in the idle window (die times from `load`:
+    /// dies work in parallel, the busiest bounds it). Returns when the work
+    /// starts (the timing model runs `out` from then); None if not idle.
+    pub fn idle_gc(&mut self, now_ns: u64, load: &DieLoad, out: &mut Vec<GcWork>) -> Option<u64> {
+        let after = self.cfg.idle_gc_after_ns;
+        let start = self.busy_until_ns.checked_add(after)?;
+        if after == 0 || now_ns <= start {
+            return None;
+        }
+        let budget_ns = now_ns - start;
+        let mut die_ns = vec![0u64; self.geo.dies as usize];
+        let cost = |g: &GcWork| {
+            g.read_units * load.unit_read_ns
+                + g.program_units * load.program_ns
+                + g.erases * load.erase_ns
+        };
+        let first = out.len();
+        for die in 0..self.geo.dies {
+            let d = &mut self.debt[die as usize];
+            if d.program_units + d.read_units + d.bytes > 0 {
+                out.push(*d);
+                *d = GcWork {
+                    die,
+                    ..GcWork::default()
+                };
+            }
+        }
+        for g in &out[first..] {
+            die_ns[g.die as usize] += cost(g);
+        }
+        self.idle = true;
+        let target = self.cfg.idle_gc_free_blocks as usize;
+        let mut fits = die_ns.iter().all(|&t| t <= budget_ns);
+        for pool in 0..self.pools.len() as u32 {
+            let mut budget = self.geo.blocks_per_die as usize;
+            while fits && self.pools[pool as usize].free.len() < target && budget > 0 {
+                let from = out.len();
+                if !self.collect_one(pool, out) {
+                    break;
+                }
+                budget -= 1;
+                for g in &out[from..] {
+                    die_ns[g.die as usize] += cost(g);
+                }
+                fits = die_ns.iter().all(|&t| t <= budget_ns);
+            }
+        }
+        self.idle = false;
+        // The work is in the past: nothing is busy until it ends.
+        self.busy_until_ns = now_ns;
+        (out.len() > first).then_some(start)
     }
 
     // ------------------------------------------------------------ commands

@@ -58,6 +58,8 @@ fn config(op_ppm: u64, victim: VictimPolicy) -> FtlConfig {
         gc_stop_free_blocks: 3,
         victim,
         allocation: Allocation::default(),
+        idle_gc_after_ns: 0,
+        idle_gc_free_blocks: 0,
     }
 }
 
