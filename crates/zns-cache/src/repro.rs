@@ -12,9 +12,8 @@
 //!   host GC relocations and host WAF.
 //!
 //! Every experiment takes the block device as a parameter (profile and
-//! NSID), so that the FTL device (`sn540`) plugs in unchanged; until then
-//! the block runs use `zn540-cns` NSID 1, a conventional namespace without
-//! device GC, and every report says so.
+//! NSID); the default is the FTL SSD `sn540-mini` (device GC). A block device
+//! without GC (`zn540-cns`) is labelled so in every report.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -56,14 +55,14 @@ pub struct ReproOptions {
 }
 
 impl ReproOptions {
-    /// The defaults: zn540 vs zn540-cns NSID 1.
+    /// The defaults: zn540 vs the FTL SSD sn540-mini NSID 1.
     pub fn new() -> Result<ReproOptions, CacheError> {
         let load = |n: &str| Profile::builtin(n).map_err(|e| CacheError::Device(e.to_string()));
         Ok(ReproOptions {
             zns_profile: load("zn540")?,
-            block_profile: load("zn540-cns")?,
+            block_profile: load("sn540-mini")?,
             block_nsid: 1,
-            block_label: block_label("zn540-cns", 1, false),
+            block_label: block_label("sn540-mini", 1, true),
             scale: Scale::Default,
             seed: 1,
             experiments: vec!['a', 'b', 'c', 'd'],
@@ -79,9 +78,7 @@ pub fn block_label(profile: &str, nsid: u32, has_gc: bool) -> String {
     if has_gc {
         format!("{profile} nsid {nsid}")
     } else {
-        format!(
-            "{profile} nsid {nsid} (block device without GC: --block-device sn540-mini has one)"
-        )
+        format!("{profile} nsid {nsid} (block device without GC)")
     }
 }
 
