@@ -58,6 +58,7 @@ use zns_sim::Handle;
 
 use crate::backend::{BackendKind, ChunkDevice, ZoneLayout};
 use crate::error::CacheError;
+use crate::keymap::KeyMap;
 use crate::lru::Lru;
 use crate::metrics::{Counters, Histogram};
 
@@ -392,7 +393,7 @@ pub struct Latencies {
 }
 
 struct State {
-    map: IdMap<u32>,
+    map: KeyMap,
     pending: IdMap<Rc<Notify>>,
     slot_key: Vec<Option<u32>>,
     zones: Vec<Zone>,
@@ -515,7 +516,7 @@ impl Cache {
             (geo.io_lbas * u64::from(geo.io_depth)).min(geo.chunk_lbas) * u64::from(geo.lba_bytes);
         let clru = cfg.policy == Policy::Clru;
         let st = State {
-            map: IdMap::default(),
+            map: KeyMap::default(),
             pending: IdMap::default(),
             slot_key: vec![None; total],
             zones: vec![
@@ -1632,7 +1633,7 @@ impl Cache {
     pub async fn verify_all(self: &Rc<Self>) -> Result<u64, CacheError> {
         let entries: Vec<(u32, u32)> = {
             let st = self.st.borrow();
-            let mut v: Vec<(u32, u32)> = st.map.iter().map(|(k, g)| (*k, *g)).collect();
+            let mut v: Vec<(u32, u32)> = st.map.iter().collect();
             v.sort_unstable();
             v
         };
@@ -1650,7 +1651,7 @@ impl Cache {
 
     /// The keys cached now (sorted).
     pub fn keys(&self) -> Vec<u32> {
-        let mut v: Vec<u32> = self.st.borrow().map.keys().copied().collect();
+        let mut v: Vec<u32> = self.st.borrow().map.keys().collect();
         v.sort_unstable();
         v
     }

@@ -16,6 +16,7 @@
 pub mod backend;
 pub mod cache;
 pub mod error;
+mod keymap;
 mod lru;
 pub mod metrics;
 pub mod plot;

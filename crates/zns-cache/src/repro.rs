@@ -12,9 +12,8 @@
 //!   host GC relocations and host WAF.
 //!
 //! Every experiment takes the block device as a parameter (profile and
-//! NSID), so that the FTL device (`sn540`) plugs in unchanged; until then
-//! the block runs use `zn540-cns` NSID 1, a conventional namespace without
-//! device GC, and every report says so.
+//! NSID); the default is the FTL SSD `sn540-mini` (device GC). A block device
+//! without GC (`zn540-cns`) is labelled so in every report.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -56,14 +55,14 @@ pub struct ReproOptions {
 }
 
 impl ReproOptions {
-    /// The defaults: zn540 vs zn540-cns NSID 1.
+    /// The defaults: zn540 vs the FTL SSD sn540-mini NSID 1.
     pub fn new() -> Result<ReproOptions, CacheError> {
         let load = |n: &str| Profile::builtin(n).map_err(|e| CacheError::Device(e.to_string()));
         Ok(ReproOptions {
             zns_profile: load("zn540")?,
-            block_profile: load("zn540-cns")?,
+            block_profile: load("sn540-mini")?,
             block_nsid: 1,
-            block_label: block_label("zn540-cns", 1, false),
+            block_label: block_label("sn540-mini", 1, true),
             scale: Scale::Default,
             seed: 1,
             experiments: vec!['a', 'b', 'c', 'd'],
@@ -79,7 +78,7 @@ pub fn block_label(profile: &str, nsid: u32, has_gc: bool) -> String {
     if has_gc {
         format!("{profile} nsid {nsid}")
     } else {
-        format!("{profile} nsid {nsid} (block device without GC — sn540 pending)")
+        format!("{profile} nsid {nsid} (block device without GC)")
     }
 }
 
@@ -380,6 +379,25 @@ fn time_of_written(r: &RunReport, bytes: f64, interval_s: f64) -> Option<f64> {
     None
 }
 
+/// Device WAF of what was written after `t_s` (from the cumulative device
+/// WAF and the cache's disk writes of each sample).
+fn device_waf_after(r: &RunReport, t_s: f64, interval_s: f64) -> Option<f64> {
+    let gib = (1u64 << 30) as f64;
+    let (mut host, mut at) = (0.0, None);
+    let mut last = None;
+    for s in &r.samples {
+        host += s.write_gib_s * interval_s * gib;
+        if let Some(w) = s.device_waf {
+            if at.is_none() && s.t_s >= t_s {
+                at = Some((host, w));
+            }
+            last = Some((host, w));
+        }
+    }
+    let ((h0, w0), (h1, w1)) = (at?, last?);
+    (h1 > h0).then(|| (w1 * h1 - w0 * h0) / (h1 - h0))
+}
+
 /// (c): throughput before and after the first full device fill.
 fn gc_experiment(ctx: &mut Ctx) -> Result<ExperimentResult, CacheError> {
     let s = sizes(ctx.opts.scale);
@@ -429,24 +447,44 @@ fn gc_experiment(ctx: &mut Ctx) -> Result<ExperimentResult, CacheError> {
         block_name = block_description(ctx.opts, grown);
         let z = ctx.run(&format!("ZNS-256M-UNIF-10-{rl}"), zs)?;
         let b = ctx.run(&format!("Block-256M-UNIF-10-{rl}"), bs)?;
-        for (name, r, cap) in [
+        let mut change = [None, None];
+        for (i, (name, r, cap)) in [
             ("ZNS", &z.report, cache_bytes as f64),
             ("block", &b.report, bcap as f64),
-        ] {
+        ]
+        .into_iter()
+        .enumerate()
+        {
             match time_of_written(r, cap, interval_s) {
                 Some(t_fill) => {
                     let before = mean_between(r, 0.0, t_fill, |s| s.get_gib_s).unwrap_or(0.0);
                     let after =
                         mean_between(r, t_fill, f64::INFINITY, |s| s.get_gib_s).unwrap_or(0.0);
+                    let lat_before = mean_between(r, 0.0, t_fill, |s| s.get_mean_ms).unwrap_or(0.0);
+                    let lat_after =
+                        mean_between(r, t_fill, f64::INFINITY, |s| s.get_mean_ms).unwrap_or(0.0);
+                    let waf = device_waf_after(r, t_fill, interval_s).map_or(String::new(), |w| {
+                        format!(", device WAF after the fill {w:.3}")
+                    });
+                    change[i] = Some(after / before.max(f64::MIN_POSITIVE));
                     findings.push(format!(
-                        "remote {rl}, {name}: first full fill at {t_fill:.0} s; get throughput {before:.4} GiB/s before, {after:.4} after ({:+.1}%)",
-                        pct(after, before)
+                        "remote {rl}, {name}: first full fill at {t_fill:.0} s; get throughput {before:.4} GiB/s before, {after:.4} after ({:+.1}%), mean get latency {lat_before:.0} → {lat_after:.0} ms ({:+.1}%){waf}",
+                        pct(after, before),
+                        pct(lat_after, lat_before)
                     ));
                 }
                 None => findings.push(format!(
                     "remote {rl}, {name}: the run did not fill the device once"
                 )),
             }
+        }
+        if let [Some(zc), Some(bc)] = change {
+            // ZNS has no device GC: its change is the cache's own warm-up
+            // (hit ratio), the control for the block device's change.
+            findings.push(format!(
+                "remote {rl}: block throughput change after the fill relative to ZNS's (the cache's warm-up as control): {:+.1}%",
+                (bc / zc - 1.0) * 100.0
+            ));
         }
         findings.push(format!(
             "remote {rl}: get throughput ZNS {:.4} vs block {:.4} GiB/s ({:+.1}%), mean get latency {:.0} vs {:.0} ms",
@@ -481,6 +519,12 @@ fn block_description(o: &ReproOptions, grown: bool) -> String {
     } else {
         o.block_label.clone()
     }
+}
+
+/// Whether namespace `nsid` of `p` is an FTL SSD (device-side GC).
+pub fn has_device_gc(p: &Profile, nsid: u32) -> bool {
+    let idx = nsid.saturating_sub(1) as usize;
+    matches!(p.namespaces.get(idx), Some(NamespaceProfile::Conventional(c)) if c.ftl.is_some())
 }
 
 /// Capacity of the block device when it is an FTL SSD (device-side GC).
@@ -649,7 +693,7 @@ pub fn experiment_text(r: &ExperimentResult) -> String {
     let _ = writeln!(s, "  scaling: {}", r.scaling);
     let _ = writeln!(
         s,
-        "  {:<26} {:>9} {:>9} {:>10} {:>11} {:>11} {:>11} {:>9} {:>8}",
+        "  {:<26} {:>9} {:>9} {:>10} {:>11} {:>11} {:>11} {:>9} {:>8} {:>7}",
         "run",
         "duration",
         "hit",
@@ -658,13 +702,14 @@ pub fn experiment_text(r: &ExperimentResult) -> String {
         "get p99 ms",
         "write ms",
         "GC moves",
-        "hostWAF"
+        "hostWAF",
+        "devWAF"
     );
     for x in &r.runs {
         let p = &x.report;
         let _ = writeln!(
             s,
-            "  {:<26} {:>8.1}s {:>9.4} {:>10.4} {:>11.2} {:>11.2} {:>11.3} {:>9} {:>8.3}",
+            "  {:<26} {:>8.1}s {:>9.4} {:>10.4} {:>11.2} {:>11.2} {:>11.3} {:>9} {:>8.3} {:>7}",
             x.label,
             p.duration_s,
             p.hit_ratio,
@@ -673,7 +718,9 @@ pub fn experiment_text(r: &ExperimentResult) -> String {
             p.get.p99_ms,
             p.disk_write.mean_ms,
             p.counters.gc_relocations,
-            p.host_waf
+            p.host_waf,
+            p.device_waf
+                .map_or("n/a".to_string(), |w| format!("{w:.3}"))
         );
     }
     for f in &r.findings {

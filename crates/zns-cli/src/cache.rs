@@ -203,13 +203,13 @@ pub struct ReproArgs {
     /// Experiments to run, comma-separated: a, b, c, d.
     #[arg(long, default_value = "a,b,c,d")]
     exp: String,
-    /// The block device profile the block runs use (the FTL SSD `sn540` when it exists).
-    #[arg(long, default_value = "zn540-cns")]
+    /// The block device profile the block runs use (default: the FTL SSD sn540-mini; zn540-cns has no device GC).
+    #[arg(long, default_value = "sn540-mini")]
     block_device: String,
     /// Its namespace.
     #[arg(long, default_value_t = 1)]
     block_nsid: u32,
-    /// The block device runs device GC (labels only; zn540-cns does not).
+    /// The block device runs device GC (labels only; detected for FTL profiles such as sn540-mini).
     #[arg(long)]
     block_has_gc: bool,
     /// The ZNS device profile.
@@ -442,7 +442,8 @@ pub fn repro_cmd(cmd: ReproCommand) -> Result<ExitCode, CliError> {
     opts.zns_profile = load(&a.zns_device)?;
     opts.block_profile = load(&a.block_device)?;
     opts.block_nsid = a.block_nsid;
-    opts.block_label = repro::block_label(&a.block_device, a.block_nsid, a.block_has_gc);
+    let has_gc = a.block_has_gc || repro::has_device_gc(&opts.block_profile, a.block_nsid);
+    opts.block_label = repro::block_label(&a.block_device, a.block_nsid, has_gc);
     opts.scale = if a.quick {
         Scale::Quick
     } else {

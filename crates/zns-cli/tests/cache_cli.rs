@@ -174,7 +174,7 @@ fn repro_runs_quick() {
     assert_eq!(code(&o), 0, "{}", text(&o.stderr));
     let s = text(&o.stdout);
     assert!(
-        s.contains("ZPLRU vs CLRU") && s.contains("sn540 pending"),
+        s.contains("ZPLRU vs CLRU") && s.contains("block device: sn540-mini nsid 1"),
         "{s}"
     );
     assert!(s.contains("relocated"), "{s}");

@@ -33,7 +33,7 @@ use zns_sim::rng::SimRng;
 use zns_sim::timing::{FlashArray, FtlPlace, HostStack, MediaOp, NamespaceKind};
 use zns_sim::Handle;
 
-use crate::ftl::{Ftl, FtlEffects, FtlStats};
+use crate::ftl::{Ftl, FtlEffects, FtlStats, GcWork};
 use crate::mqdeadline::ZoneWriteLocks;
 use crate::profile::{
     CompletedWritePolicy, ConventionalConfig, InFlightWritePolicy, NamespaceProfile, Profile,
@@ -141,6 +141,9 @@ pub(crate) struct Inner {
     handle: Handle,
     profile: Profile,
     host_stack: Cell<HostStack>,
+    /// Reads of a namespace without a data store (`StoreKind::None`) zero
+    /// the buffer (default) or leave it as it is (timing-only callers).
+    zero_fill_reads: Cell<bool>,
     state: RefCell<State>,
     locks: ZoneWriteLocks,
     zoned_configs: Vec<Option<ZonedConfig>>,
@@ -215,6 +218,7 @@ impl Controller {
         path: &std::path::Path,
         host_stack: HostStack,
     ) -> Result<Controller, DeviceError> {
+        refuse_ftl_in_image(&profile)?;
         let layout: Vec<(u32, u64)> = profile
             .namespaces
             .iter()
@@ -249,6 +253,7 @@ impl Controller {
             image.profile_toml(),
             &format!("stored in {}", path.display()),
         )?;
+        refuse_ftl_in_image(&profile)?;
         let records = match image.load_metadata()? {
             Some(blob) => Some(decode_metadata(&blob, &profile)?),
             None => None,
@@ -324,6 +329,7 @@ impl Controller {
                 handle: handle.clone(),
                 profile,
                 host_stack: Cell::new(host_stack),
+                zero_fill_reads: Cell::new(true),
                 state: RefCell::new(state),
                 locks: ZoneWriteLocks::default(),
                 zoned_configs,
@@ -345,6 +351,15 @@ impl Controller {
 
     pub fn set_host_stack(&self, stack: HostStack) {
         self.inner.host_stack.set(stack);
+    }
+
+    /// With `false`, a read of a namespace that keeps no data
+    /// (`StoreKind::None`) leaves the caller's buffer as it is instead of
+    /// zeroing it: for callers that only want the timing and never look at
+    /// what they read (the cache benchmark zeroed ~4 TB per simulated hour).
+    /// Timing, state and every other store are unaffected. Default `true`.
+    pub fn set_zero_fill_reads(&self, on: bool) {
+        self.inner.zero_fill_reads.set(on);
     }
 
     pub fn namespace_count(&self) -> u32 {
@@ -997,17 +1012,21 @@ impl Controller {
             {
                 return Err(NvmeError::injected(NvmeStatus::UnrecoveredReadError));
             }
-            st.namespaces[ns as usize]
-                .store()
-                .read(slba, buf)
-                .map_err(store_status)?;
+            let store = st.namespaces[ns as usize].store();
+            // The range was checked above; a store-less read only zeroes.
+            if self.inner.zero_fill_reads.get() || store.kind() != StoreKind::None {
+                store.read(slba, buf).map_err(store_status)?;
+            }
             let off = slba * lba_bytes as u64;
             let bytes = buf.len() as u64;
-            done_ns = match &st.namespaces[ns as usize] {
+            done_ns = match &mut st.namespaces[ns as usize] {
                 NsState::Conventional { ftl: Some(ftl), .. } => {
                     ftl.places(off, bytes, &mut st.ftl_places);
-                    st.flash
-                        .submit_ftl_read(now_ns, stack, ns, off, bytes, &st.ftl_places)
+                    let t = st
+                        .flash
+                        .submit_ftl_read(now_ns, stack, ns, off, bytes, &st.ftl_places);
+                    ftl.note_done(t);
+                    t
                 }
                 _ => st.flash.submit(
                     now_ns,
@@ -1126,33 +1145,25 @@ impl Controller {
                 Some(ftl) => {
                     let fx = &mut st.ftl_fx;
                     fx.clear();
+                    fx.load.program_ns = st.flash.profile().program_ns;
+                    fx.load.unit_read_ns = st.flash.unit_read_ns();
+                    fx.load.erase_ns = st.flash.profile().erase_ns;
+                    // Background GC in the idle time before this write.
+                    if let Some(t0) = ftl.idle_gc(now_ns, &fx.load, &mut fx.gc) {
+                        submit_gc(&mut st.flash, t0, stack, ns, &fx.gc);
+                        fx.clear();
+                    }
                     // The frontier steers units to the least busy dies.
                     let n = st.flash.dies();
                     fx.load.until_ns.clear();
                     fx.load
                         .until_ns
                         .extend((0..n).map(|d| st.flash.die_program_until(d).max(now_ns)));
-                    fx.load.program_ns = st.flash.profile().program_ns;
-                    fx.load.unit_read_ns = st.flash.unit_read_ns();
-                    fx.load.erase_ns = st.flash.profile().erase_ns;
                     ftl.write(off, bytes, fx)
                         .map_err(|_| NvmeError::from(NvmeStatus::InternalError))?;
                     // GC the write triggered runs first on its dies.
-                    for g in &fx.gc {
-                        let op = MediaOp::GcRelocate {
-                            ns,
-                            die: g.die,
-                            read_units: g.read_units,
-                            bytes: g.bytes,
-                            program_units: g.program_units,
-                        };
-                        st.flash.submit(now_ns, stack, &op);
-                        for _ in 0..g.erases {
-                            st.flash
-                                .submit(now_ns, stack, &MediaOp::Erase { ns, die: g.die });
-                        }
-                    }
-                    st.flash.submit_ftl_write(
+                    submit_gc(&mut st.flash, now_ns, stack, ns, &fx.gc);
+                    let t = st.flash.submit_ftl_write(
                         now_ns,
                         stack,
                         ns,
@@ -1160,7 +1171,9 @@ impl Controller {
                         bytes,
                         flags.fua,
                         &fx.unit_dies,
-                    )
+                    );
+                    ftl.note_done(t);
+                    t
                 }
             };
             st.stats.writes += 1;
@@ -1406,6 +1419,43 @@ fn new_ns_state(
 }
 
 /// The zone tables of all namespaces as JSON (stored in the image's metadata slots).
+/// Submits FTL garbage collection work to the timing model at `t_ns`: each
+/// die's relocation, then its erases (background: no host overhead).
+fn submit_gc(flash: &mut FlashArray, t_ns: u64, stack: HostStack, ns: u32, gc: &[GcWork]) {
+    for g in gc {
+        let op = MediaOp::GcRelocate {
+            ns,
+            die: g.die,
+            read_units: g.read_units,
+            bytes: g.bytes,
+            program_units: g.program_units,
+        };
+        flash.submit(t_ns, stack, &op);
+        for _ in 0..g.erases {
+            flash.submit(t_ns, stack, &MediaOp::Erase { ns, die: g.die });
+        }
+    }
+}
+
+/// Device images do not store an FTL's page map (docs/ftl.md): a reopened
+/// image would come back with an empty map — data without placement, GC
+/// state and counters — so an image of a profile with an FTL namespace is
+/// refused instead of silently losing that state.
+fn refuse_ftl_in_image(profile: &Profile) -> Result<(), DeviceError> {
+    for (i, ns) in profile.namespaces.iter().enumerate() {
+        if matches!(ns, NamespaceProfile::Conventional(c) if c.ftl.is_some()) {
+            return Err(DeviceError::Invalid(format!(
+                "profile {}: namespace {} is an SSD with an FTL ([namespace.ftl]); device images do not \
+                 store the FTL's page map yet, so it cannot be kept in an image: use the none, stamp or \
+                 memory store",
+                profile.name,
+                i + 1
+            )));
+        }
+    }
+    Ok(())
+}
+
 fn encode_metadata(namespaces: &[NsState]) -> Vec<u8> {
     let tables: Vec<Vec<zns_core::ZoneRecord>> = namespaces
         .iter()

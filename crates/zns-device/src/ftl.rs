@@ -14,18 +14,26 @@
 //!   allocated when the block is first opened. A full 960 GB device at 4 KiB
 //!   holds 234 M + 268 M entries (about 2.0 GB); a run that touches 10 GiB
 //!   holds about 23 MB.
-//! * **Write frontier.** Each die has an open host block and an open GC block
-//!   (hot/cold separation). Host data fills one program unit of one die, then
-//!   moves to the next die (round robin), so a large write is striped over
-//!   the dies unit by unit and every completed unit is one program on its die.
-//! * **GC.** Per die: when a die needs a new block and has fewer than
-//!   `gc_start_free_blocks` free blocks, it collects victims until it has
-//!   `gc_stop_free_blocks`. The victim is the closed block with the fewest
+//! * **Erase units.** With superblocks (the default, `allocation`) an erase
+//!   unit is the block of the same index on every die; with per-die
+//!   allocation it is one block. The units of one die (per-die) or of all
+//!   dies (superblocks) form a *pool*: its free list, open host and GC units
+//!   and closed units bucketed by valid count.
+//! * **Write frontier.** The pool's open host unit takes host data one
+//!   program unit at a time on one die, then the next die (round robin, or
+//!   the least busy die given `DieLoad`; with superblocks only dies with room
+//!   in the open superblock), so a large write is striped over the dies unit
+//!   by unit and every completed unit is one program on its die.
+//! * **GC.** Per pool: when it needs a new unit and has fewer than
+//!   `gc_start_free_blocks` free units, it collects victims until it has
+//!   `gc_stop_free_blocks`. The victim is the closed unit with the fewest
 //!   valid slots (`greedy`) or the largest (1 − u) · age / (1 + u)
 //!   (`cost-benefit`, u = valid fraction, age = slots written device-wide
-//!   since the block was closed). Valid slots move to the die's GC block; the
-//!   victim is erased and freed. Each victim is one `GcWork` for the timing
-//!   model (reads, programs, erase on that die, competing with host I/O).
+//!   since the unit was closed). Valid slots move to the pool's GC unit; the
+//!   victim is erased and freed. Each victim is one `GcWork` per die for the
+//!   timing model (reads, programs, erase on that die, competing with host
+//!   I/O); with superblocks the relocation is paced: a slice with each host
+//!   program unit (`pay_debt`).
 //! * **TRIM** unmaps: the slots become invalid, like overwritten ones.
 //!
 //! Invariants (checked by `check_consistency`, property-tested): every mapped
@@ -35,6 +43,8 @@
 //!
 //! Everything is integer arithmetic on the FTL's own counters: no clock, no
 //! randomness, so the same commands give the same placement.
+
+use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
@@ -54,6 +64,22 @@ pub enum VictimPolicy {
     Greedy,
     /// Largest (1 − u) · age / (1 + u) (Rosenblum & Ousterhout, LFS).
     CostBenefit,
+}
+
+/// How erase blocks are grouped for writing and collection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Allocation {
+    /// A superblock is the block of the same index on every die: the host
+    /// and the GC each fill one open superblock, striped over the dies
+    /// program unit by program unit, and the GC collects and erases whole
+    /// superblocks (what enterprise firmware does: die parallelism for every
+    /// stream, parity across the dies, one block-table entry per superblock).
+    #[default]
+    Superblock,
+    /// Every die has its own open host and GC blocks and collects its own
+    /// blocks.
+    PerDie,
 }
 
 /// The `[namespace.ftl]` table of a conventional namespace: present, the
@@ -77,6 +103,20 @@ pub struct FtlConfig {
     /// Victim selection.
     #[serde(default)]
     pub victim: VictimPolicy,
+    /// Superblocks (default) or per-die blocks. With superblocks the free
+    /// block watermarks count superblocks.
+    #[serde(default)]
+    pub allocation: Allocation,
+    /// Background GC at idle: once no command has been in flight for this
+    /// long (ns), the FTL collects victims until every pool has
+    /// `idle_gc_free_blocks` free units (and pays its paced GC debt), as far
+    /// as the idle time allows. 0 = off (default).
+    #[serde(default)]
+    pub idle_gc_after_ns: u64,
+    /// Free units per pool that idle GC works towards (> gc_stop_free_blocks
+    /// when idle GC is on).
+    #[serde(default)]
+    pub idle_gc_free_blocks: u32,
 }
 
 fn default_map_unit() -> u64 {
@@ -88,6 +128,9 @@ fn default_map_unit() -> u64 {
 pub struct FtlGeometry {
     pub dies: u32,
     pub blocks_per_die: u32,
+    /// Dies whose blocks form one erase unit: 1 (per-die allocation) or all
+    /// of them (a superblock).
+    pub dies_per_unit: u32,
     pub units_per_block: u32,
     pub slots_per_unit: u32,
     pub map_unit_bytes: u64,
@@ -177,6 +220,13 @@ impl FtlConfig {
                  (the GC needs a free block to move valid data into)"
             ));
         }
+        if self.idle_gc_after_ns > 0 && self.idle_gc_free_blocks <= stop {
+            return Err(format!(
+                "ftl.idle_gc_free_blocks = {}: with ftl.idle_gc_after_ns set it must be above \
+                 ftl.gc_stop_free_blocks ({stop})",
+                self.idle_gc_free_blocks
+            ));
+        }
         let bpd = blocks_per_die as u64;
         // Reserve per die: the open host and GC blocks plus the free pool.
         let reserve = u64::from(stop) + 2;
@@ -191,6 +241,10 @@ impl FtlConfig {
         Ok(FtlGeometry {
             dies,
             blocks_per_die: blocks_per_die as u32,
+            dies_per_unit: match self.allocation {
+                Allocation::Superblock => dies,
+                Allocation::PerDie => 1,
+            },
             units_per_block: self.units_per_block,
             slots_per_unit: spu as u32,
             map_unit_bytes: mu,
@@ -236,7 +290,7 @@ impl FtlStats {
 }
 
 /// GC work on one die, for the timing model.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct GcWork {
     pub die: u32,
     /// Program units of the victim that held valid data (read).
@@ -281,6 +335,22 @@ impl FtlEffects {
         self.unit_dies.clear();
         self.gc.clear();
     }
+
+    /// Adds the die time of `gc[from..]` to the die loads (if any).
+    fn add_gc_load(&mut self, from: usize) {
+        if self.load.until_ns.is_empty() {
+            return;
+        }
+        let l = &mut self.load;
+        for g in &self.gc[from..] {
+            let cost = g.read_units * l.unit_read_ns
+                + g.program_units * l.program_ns
+                + g.erases * l.erase_ns;
+            if let Some(u) = l.until_ns.get_mut(g.die as usize) {
+                *u += cost;
+            }
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -290,31 +360,47 @@ enum BlockState {
     Closed,
 }
 
+/// An erase unit: one block (per-die allocation) or one superblock (the
+/// block of the same index on every die), erased and collected as a whole.
 #[derive(Debug, Clone, Copy)]
-struct Block {
+struct Unit {
     valid: u32,
     erases: u32,
     state: BlockState,
-    /// Device-wide slot write counter when the block was closed.
+    /// Device-wide slot write counter when the unit was closed.
     closed_seq: u64,
-    /// Bucket list links (closed blocks, by valid count, per die).
+    /// Bucket list links (closed units of a pool, by valid count).
     prev: u32,
     next: u32,
 }
 
-/// An open block and its next slot.
-#[derive(Debug, Clone, Copy)]
-struct Frontier {
-    block: u32,
-    next_slot: u32,
+/// An open erase unit and where its next data goes.
+#[derive(Debug)]
+struct Open {
+    unit: u32,
+    /// Per member die: next slot in its block.
+    next: Vec<u32>,
+    /// Member die that takes the next data (GC frontier: round robin).
+    cursor: u32,
 }
 
+impl Open {
+    fn has_room(&self, spb: u32) -> bool {
+        self.next.iter().any(|&n| n < spb)
+    }
+}
+
+/// The dies whose blocks form the erase units of one pool (one die per pool
+/// with per-die allocation; every die in one pool with superblocks): free
+/// units, the open host and GC units, closed units bucketed by valid count.
 #[derive(Debug)]
-struct Die {
-    free: Vec<u32>,
-    host: Option<Frontier>,
-    gc: Option<Frontier>,
-    /// Head of the closed-block list of each valid count.
+struct Pool {
+    /// Free units: taken from the back, erased ones go to the front (FIFO:
+    /// wear spreads over the units).
+    free: VecDeque<u32>,
+    host: Option<Open>,
+    gc: Option<Open>,
+    /// Head of the closed-unit list of each valid count.
     buckets: Vec<u32>,
     /// No bucket below this is non-empty.
     min_bucket: u32,
@@ -325,25 +411,44 @@ struct Die {
 pub struct Ftl {
     cfg: FtlConfig,
     geo: FtlGeometry,
+    /// Slots per block.
     spb: u32,
+    /// Dies per erase unit (1, or all dies for superblocks).
+    group: u32,
     l2p: Vec<Option<Box<[u32]>>>,
+    /// Per block (die-major).
     p2l: Vec<Option<Box<[u32]>>>,
-    blocks: Vec<Block>,
-    dies: Vec<Die>,
+    /// Per unit (pool-major).
+    units: Vec<Unit>,
+    pools: Vec<Pool>,
     /// Die that takes the next host program unit.
     host_die: u32,
     /// Slots written device-wide (host + GC): the age clock.
     seq: u64,
     stats: FtlStats,
+    /// Per member die of the victim being collected (scratch).
+    gc_scratch: Vec<GcWork>,
+    /// Superblocks: GC die work done in the map but not yet handed to the
+    /// timing model, per die; paid a slice per host program unit.
+    debt: Vec<GcWork>,
+    /// Superblocks: GC program units paid per host program unit, per die.
+    debt_rate: Vec<u64>,
+    /// Collecting at idle: GC work goes to the timing model at once.
+    idle: bool,
+    /// Latest completion time of a command to the namespace (idle GC).
+    busy_until_ns: u64,
 }
 
 impl Ftl {
     /// A fresh (empty, every block free) FTL.
     pub fn new(cfg: &FtlConfig, geo: FtlGeometry) -> Ftl {
         let spb = geo.slots_per_block();
-        let nblocks = geo.dies as usize * geo.blocks_per_die as usize;
-        let blocks = vec![
-            Block {
+        let group = geo.dies_per_unit;
+        let bpd = geo.blocks_per_die;
+        let npools = geo.dies / group;
+        let nblocks = geo.dies as usize * bpd as usize;
+        let units = vec![
+            Unit {
                 valid: 0,
                 erases: 0,
                 state: BlockState::Free,
@@ -351,17 +456,17 @@ impl Ftl {
                 prev: NONE,
                 next: NONE,
             };
-            nblocks
+            npools as usize * bpd as usize
         ];
-        let dies = (0..geo.dies)
-            .map(|d| {
-                let first = d * geo.blocks_per_die;
-                Die {
-                    // Popped from the end: lowest block first.
-                    free: (first..first + geo.blocks_per_die).rev().collect(),
+        let pools = (0..npools)
+            .map(|p| {
+                let first = p * bpd;
+                Pool {
+                    // Taken from the back: lowest unit first.
+                    free: (first..first + bpd).rev().collect(),
                     host: None,
                     gc: None,
-                    buckets: vec![NONE; spb as usize + 1],
+                    buckets: vec![NONE; (spb * group) as usize + 1],
                     min_bucket: 0,
                 }
             })
@@ -371,13 +476,24 @@ impl Ftl {
             cfg: cfg.clone(),
             geo,
             spb,
+            group,
             l2p: (0..segs).map(|_| None).collect(),
             p2l: (0..nblocks).map(|_| None).collect(),
-            blocks,
-            dies,
+            units,
+            pools,
             host_die: 0,
             seq: 0,
             stats: FtlStats::default(),
+            gc_scratch: Vec::new(),
+            debt: (0..geo.dies)
+                .map(|die| GcWork {
+                    die,
+                    ..GcWork::default()
+                })
+                .collect(),
+            debt_rate: vec![0; geo.dies as usize],
+            idle: false,
+            busy_until_ns: 0,
         }
     }
 
@@ -392,7 +508,7 @@ impl Ftl {
     /// Counters (WAF, GC, wear, map memory).
     pub fn stats(&self) -> FtlStats {
         let mut s = self.stats;
-        s.max_block_erases = self.blocks.iter().map(|b| b.erases).max().unwrap_or(0);
+        s.max_block_erases = self.units.iter().map(|u| u.erases).max().unwrap_or(0);
         let l2p = self.l2p.iter().filter(|s| s.is_some()).count() as u64 * SEG_LEN as u64;
         let p2l = self.p2l.iter().filter(|s| s.is_some()).count() as u64 * u64::from(self.spb);
         s.map_resident_bytes = (l2p + p2l) * 4;
@@ -401,12 +517,16 @@ impl Ftl {
 
     /// Erase count of every block (die-major order).
     pub fn block_erase_counts(&self) -> Vec<u32> {
-        self.blocks.iter().map(|b| b.erases).collect()
+        (0..self.p2l.len() as u32)
+            .map(|b| self.units[self.unit_of_block(b) as usize].erases)
+            .collect()
     }
 
     /// Free blocks of each die.
     pub fn free_blocks_per_die(&self) -> Vec<u32> {
-        self.dies.iter().map(|d| d.free.len() as u32).collect()
+        (0..self.geo.dies)
+            .map(|d| self.pools[(d / self.group) as usize].free.len() as u32)
+            .collect()
     }
 
     // ------------------------------------------------------------ addressing
@@ -419,6 +539,26 @@ impl Ftl {
     #[inline]
     fn die_of_block(&self, block: u32) -> u32 {
         block / self.geo.blocks_per_die
+    }
+
+    /// The erase unit a block belongs to.
+    #[inline]
+    fn unit_of_block(&self, block: u32) -> u32 {
+        let bpd = self.geo.blocks_per_die;
+        (block / bpd / self.group) * bpd + block % bpd
+    }
+
+    #[inline]
+    fn pool_of_unit(&self, unit: u32) -> u32 {
+        unit / self.geo.blocks_per_die
+    }
+
+    /// The block of `unit` on its pool's member die `k`.
+    #[inline]
+    fn block_in_unit(&self, unit: u32, k: u32) -> u32 {
+        let bpd = self.geo.blocks_per_die;
+        let die = (unit / bpd) * self.group + k;
+        die * bpd + unit % bpd
     }
 
     /// The mapping-unit range `[first, end)` covering bytes `[off, off + len)`.
@@ -458,36 +598,36 @@ impl Ftl {
 
     // ------------------------------------------------------------ bucket lists
 
-    fn bucket_insert(&mut self, b: u32) {
-        let die = self.die_of_block(b) as usize;
-        let v = self.blocks[b as usize].valid;
-        let head = self.dies[die].buckets[v as usize];
-        self.blocks[b as usize].prev = NONE;
-        self.blocks[b as usize].next = head;
+    fn bucket_insert(&mut self, u: u32) {
+        let pool = self.pool_of_unit(u) as usize;
+        let v = self.units[u as usize].valid;
+        let head = self.pools[pool].buckets[v as usize];
+        self.units[u as usize].prev = NONE;
+        self.units[u as usize].next = head;
         if head != NONE {
-            self.blocks[head as usize].prev = b;
+            self.units[head as usize].prev = u;
         }
-        self.dies[die].buckets[v as usize] = b;
-        if v < self.dies[die].min_bucket {
-            self.dies[die].min_bucket = v;
+        self.pools[pool].buckets[v as usize] = u;
+        if v < self.pools[pool].min_bucket {
+            self.pools[pool].min_bucket = v;
         }
     }
 
-    fn bucket_remove(&mut self, b: u32) {
-        let die = self.die_of_block(b) as usize;
-        let Block {
+    fn bucket_remove(&mut self, u: u32) {
+        let pool = self.pool_of_unit(u) as usize;
+        let Unit {
             prev, next, valid, ..
-        } = self.blocks[b as usize];
+        } = self.units[u as usize];
         if prev != NONE {
-            self.blocks[prev as usize].next = next;
+            self.units[prev as usize].next = next;
         } else {
-            self.dies[die].buckets[valid as usize] = next;
+            self.pools[pool].buckets[valid as usize] = next;
         }
         if next != NONE {
-            self.blocks[next as usize].prev = prev;
+            self.units[next as usize].prev = prev;
         }
-        self.blocks[b as usize].prev = NONE;
-        self.blocks[b as usize].next = NONE;
+        self.units[u as usize].prev = NONE;
+        self.units[u as usize].next = NONE;
     }
 
     // ------------------------------------------------------------ slots
@@ -498,83 +638,94 @@ impl Ftl {
         if let Some(p) = self.p2l[b as usize].as_mut() {
             p[(slot % self.spb) as usize] = NONE;
         }
-        let closed = self.blocks[b as usize].state == BlockState::Closed;
+        let u = self.unit_of_block(b);
+        let closed = self.units[u as usize].state == BlockState::Closed;
         if closed {
-            self.bucket_remove(b);
+            self.bucket_remove(u);
         }
-        let blk = &mut self.blocks[b as usize];
-        blk.valid = blk.valid.saturating_sub(1);
+        let unit = &mut self.units[u as usize];
+        unit.valid = unit.valid.saturating_sub(1);
         if closed {
-            self.bucket_insert(b);
+            self.bucket_insert(u);
         }
     }
 
-    /// Opens a free block of `die` (its P2L allocated on first use).
-    fn open_block(&mut self, die: u32) -> Option<Frontier> {
-        let b = self.dies[die as usize].free.pop()?;
+    /// Opens a free unit of `pool` (the P2L of its blocks allocated on
+    /// first use); `reuse` gives back the `next` vector of a closed one.
+    fn open_unit(&mut self, pool: u32, reuse: Option<Vec<u32>>) -> Option<Open> {
+        let u = self.pools[pool as usize].free.pop_back()?;
         let spb = self.spb as usize;
-        let p = self.p2l[b as usize].get_or_insert_with(|| vec![NONE; spb].into_boxed_slice());
-        p.fill(NONE);
-        let blk = &mut self.blocks[b as usize];
-        blk.state = BlockState::Open;
-        blk.valid = 0;
-        Some(Frontier {
-            block: b,
-            next_slot: 0,
+        for k in 0..self.group {
+            let b = self.block_in_unit(u, k);
+            let p = self.p2l[b as usize].get_or_insert_with(|| vec![NONE; spb].into_boxed_slice());
+            p.fill(NONE);
+        }
+        let unit = &mut self.units[u as usize];
+        unit.state = BlockState::Open;
+        unit.valid = 0;
+        let mut next = reuse.unwrap_or_default();
+        next.clear();
+        next.resize(self.group as usize, 0);
+        Some(Open {
+            unit: u,
+            next,
+            cursor: 0,
         })
     }
 
-    fn close_block(&mut self, b: u32) {
-        self.blocks[b as usize].state = BlockState::Closed;
-        self.blocks[b as usize].closed_seq = self.seq;
-        self.bucket_insert(b);
+    fn close_unit(&mut self, u: u32) {
+        self.units[u as usize].state = BlockState::Closed;
+        self.units[u as usize].closed_seq = self.seq;
+        self.bucket_insert(u);
     }
 
-    /// Stores mapping unit `m` in the next slot of `f`; returns the slot and
-    /// whether it completed a program unit.
-    fn put(&mut self, f: &mut Frontier, m: u64) -> (u32, bool) {
-        let slot = f.block * self.spb + f.next_slot;
-        if let Some(p) = self.p2l[f.block as usize].as_mut() {
-            p[f.next_slot as usize] = m as u32;
+    /// Stores mapping unit `m` in the next slot of member die `k` of `o`;
+    /// returns whether it completed a program unit.
+    fn put(&mut self, o: &mut Open, k: u32, m: u64) -> bool {
+        let b = self.block_in_unit(o.unit, k);
+        let off = o.next[k as usize];
+        let slot = b * self.spb + off;
+        if let Some(p) = self.p2l[b as usize].as_mut() {
+            p[off as usize] = m as u32;
         }
-        self.blocks[f.block as usize].valid += 1;
+        self.units[o.unit as usize].valid += 1;
         self.set_l2p(m, slot);
-        f.next_slot += 1;
+        o.next[k as usize] = off + 1;
         self.seq += 1;
-        (slot, f.next_slot % self.geo.slots_per_unit == 0)
+        (off + 1) % self.geo.slots_per_unit == 0
     }
 
     // ------------------------------------------------------------ GC
 
-    /// The victim of `die` under the configured policy (a closed block with
+    /// The victim of `pool` under the configured policy (a closed unit with
     /// at least one invalid slot), if any.
-    fn pick_victim(&mut self, die: u32) -> Option<u32> {
-        let spb = self.spb;
+    fn pick_victim(&mut self, pool: u32) -> Option<u32> {
+        let full = self.spb * self.group;
         match self.cfg.victim {
             VictimPolicy::Greedy => {
-                let d = &mut self.dies[die as usize];
-                let mut v = d.min_bucket;
-                while v < spb {
-                    if d.buckets[v as usize] != NONE {
-                        d.min_bucket = v;
-                        return Some(d.buckets[v as usize]);
+                let p = &mut self.pools[pool as usize];
+                let mut v = p.min_bucket;
+                while v < full {
+                    if p.buckets[v as usize] != NONE {
+                        p.min_bucket = v;
+                        return Some(p.buckets[v as usize]);
                     }
                     v += 1;
                 }
-                d.min_bucket = spb;
+                p.min_bucket = full;
                 None
             }
             VictimPolicy::CostBenefit => {
-                let first = die * self.geo.blocks_per_die;
-                let mut best: Option<(u32, u64, u64)> = None; // block, (1-u)*age, (1+u) scaled
-                for b in first..first + self.geo.blocks_per_die {
-                    let blk = &self.blocks[b as usize];
-                    if blk.state != BlockState::Closed || blk.valid >= spb {
+                let first = pool * self.geo.blocks_per_die;
+                let mut best: Option<(u32, u64, u64)> = None; // unit, (1-u)*age, (1+u) scaled
+                for u in first..first + self.geo.blocks_per_die {
+                    let unit = &self.units[u as usize];
+                    if unit.state != BlockState::Closed || unit.valid >= full {
                         continue;
                     }
-                    let age = self.seq.saturating_sub(blk.closed_seq) + 1;
-                    let num = u64::from(spb - blk.valid) * age;
-                    let den = u64::from(spb + blk.valid);
+                    let age = self.seq.saturating_sub(unit.closed_seq) + 1;
+                    let num = u64::from(full - unit.valid) * age;
+                    let den = u64::from(full + unit.valid);
                     let better = match best {
                         None => true,
                         Some((_, bn, bd)) => {
@@ -582,155 +733,341 @@ impl Ftl {
                         }
                     };
                     if better {
-                        best = Some((b, num, den));
+                        best = Some((u, num, den));
                     }
                 }
-                best.map(|(b, _, _)| b)
+                best.map(|(u, _, _)| u)
             }
         }
     }
 
-    /// Collects one victim on `die`; false if nothing can be collected.
-    fn collect_one(&mut self, die: u32, out: &mut Vec<GcWork>) -> bool {
-        let Some(victim) = self.pick_victim(die) else {
-            return false;
-        };
-        let valid = self.blocks[victim as usize].valid;
-        // Room for the valid slots: the GC block's rest plus free blocks. A
-        // victim holds fewer than a block of valid slots, so collecting it
-        // never lowers the free count.
-        let gc_room = self.dies[die as usize]
-            .gc
-            .map_or(0, |f| self.spb - f.next_slot);
-        let free = self.dies[die as usize].free.len() as u64;
-        if u64::from(gc_room) + free * u64::from(self.spb) < u64::from(valid) {
-            return false;
-        }
-        self.bucket_remove(victim);
-        let spu = self.geo.slots_per_unit;
-        let mut read_units = 0u64;
-        let mut program_units = 0u64;
-        let mut moved = 0u64;
-        let p2l = self.p2l[victim as usize].take();
-        if let Some(p2l) = &p2l {
-            let mut unit_has_valid = false;
-            for (i, &m) in p2l.iter().enumerate() {
-                if i as u32 % spu == 0 {
-                    unit_has_valid = false;
+    /// Moves mapping unit `m` into the GC unit of `pool` (a new one opened
+    /// when it is full); counts completed programs in `work` (per member
+    /// die). False if no unit can be opened (cannot happen: room is checked).
+    fn gc_put(&mut self, pool: u32, m: u64, work: &mut [GcWork]) -> bool {
+        let spb = self.spb;
+        let mut o = match self.pools[pool as usize].gc.take() {
+            Some(o) if o.has_room(spb) => o,
+            other => {
+                let reuse = other.map(|full| {
+                    self.close_unit(full.unit);
+                    full.next
+                });
+                match self.open_unit(pool, reuse) {
+                    Some(o) => o,
+                    None => return false,
                 }
-                if m == NONE {
-                    continue;
-                }
-                if !unit_has_valid {
-                    unit_has_valid = true;
-                    read_units += 1;
-                }
-                let mut f = match self.dies[die as usize].gc.take() {
-                    Some(f) if f.next_slot < self.spb => f,
-                    other => {
-                        if let Some(full) = other {
-                            self.close_block(full.block);
-                        }
-                        match self.open_block(die) {
-                            Some(f) => f,
-                            None => break, // cannot happen: room was checked
-                        }
-                    }
-                };
-                let (_, unit_done) = self.put(&mut f, u64::from(m));
-                self.dies[die as usize].gc = Some(f);
-                if unit_done {
-                    program_units += 1;
-                }
-                moved += 1;
             }
+        };
+        let g = self.group;
+        let mut k = o.cursor;
+        while o.next[k as usize] >= spb {
+            k = (k + 1) % g;
         }
-        // Erase and free the victim (its P2L buffer is kept for reuse).
-        let mut p2l = p2l;
-        if let Some(p) = p2l.as_mut() {
-            p.fill(NONE);
+        if self.put(&mut o, k, m) {
+            work[k as usize].program_units += 1;
+            o.cursor = (k + 1) % g;
+        } else {
+            o.cursor = k;
         }
-        self.p2l[victim as usize] = p2l;
-        let blk = &mut self.blocks[victim as usize];
-        blk.valid = 0;
-        blk.erases += 1;
-        blk.state = BlockState::Free;
-        self.dies[die as usize].free.insert(0, victim);
-        let bytes = moved * self.geo.map_unit_bytes;
-        self.stats.gc_relocated_bytes += bytes;
-        self.stats.flash_bytes_written += bytes;
-        self.stats.erases += 1;
-        self.stats.gc_victims += 1;
-        out.push(GcWork {
-            die,
-            read_units,
-            bytes,
-            program_units,
-            erases: 1,
-        });
+        self.pools[pool as usize].gc = Some(o);
         true
     }
 
-    /// GC on `die` when its free pool is below the start watermark, until it
-    /// reaches the stop watermark or nothing more can be collected.
-    fn maybe_collect(&mut self, die: u32, out: &mut Vec<GcWork>) {
-        if self.dies[die as usize].free.len() >= self.cfg.gc_start_free_blocks as usize {
+    /// Collects one victim of `pool`; false if nothing can be collected.
+    fn collect_one(&mut self, pool: u32, out: &mut Vec<GcWork>) -> bool {
+        let Some(victim) = self.pick_victim(pool) else {
+            return false;
+        };
+        let valid = u64::from(self.units[victim as usize].valid);
+        // Room for the valid slots: the GC unit's rest plus free units. A
+        // victim holds fewer than a unit of valid slots, so collecting it
+        // never lowers the free count.
+        let spb = self.spb;
+        let gc_room: u64 = self.pools[pool as usize].gc.as_ref().map_or(0, |o| {
+            o.next.iter().map(|&n| u64::from(spb - n.min(spb))).sum()
+        });
+        let free = self.pools[pool as usize].free.len() as u64;
+        if gc_room + free * u64::from(spb) * u64::from(self.group) < valid {
+            return false;
+        }
+        self.bucket_remove(victim);
+        let g = self.group;
+        let first_die = pool * g;
+        let mut work = std::mem::take(&mut self.gc_scratch);
+        work.clear();
+        work.extend((0..g).map(|k| GcWork {
+            die: first_die + k,
+            read_units: 0,
+            bytes: 0,
+            program_units: 0,
+            erases: 1,
+        }));
+        let spu = self.geo.slots_per_unit;
+        let mut moved = 0u64;
+        for k in 0..g {
+            let b = self.block_in_unit(victim, k);
+            let p2l = self.p2l[b as usize].take();
+            if let Some(p2l) = &p2l {
+                let mut unit_has_valid = false;
+                for (i, &m) in p2l.iter().enumerate() {
+                    if i as u32 % spu == 0 {
+                        unit_has_valid = false;
+                    }
+                    if m == NONE {
+                        continue;
+                    }
+                    if !unit_has_valid {
+                        unit_has_valid = true;
+                        work[k as usize].read_units += 1;
+                    }
+                    if !self.gc_put(pool, u64::from(m), &mut work) {
+                        break; // cannot happen: room was checked
+                    }
+                    work[k as usize].bytes += self.geo.map_unit_bytes;
+                    moved += 1;
+                }
+            }
+            // Erased (its P2L buffer is kept for reuse).
+            let mut p2l = p2l;
+            if let Some(p) = p2l.as_mut() {
+                p.fill(NONE);
+            }
+            self.p2l[b as usize] = p2l;
+        }
+        let unit = &mut self.units[victim as usize];
+        unit.valid = 0;
+        unit.erases += 1;
+        unit.state = BlockState::Free;
+        self.pools[pool as usize].free.push_front(victim);
+        let bytes = moved * self.geo.map_unit_bytes;
+        self.stats.gc_relocated_bytes += bytes;
+        self.stats.flash_bytes_written += bytes;
+        self.stats.erases += u64::from(g);
+        self.stats.gc_victims += 1;
+        self.account_gc(&work, out);
+        self.gc_scratch = work;
+        true
+    }
+
+    /// Hands a victim's die work to the timing model: at once with per-die
+    /// blocks (the host steers around the busy die); with superblocks the
+    /// erases at once and the relocation as a debt paid over the next
+    /// superblock of host data (`pay_debt`), as firmware interleaves GC
+    /// with host writes — otherwise every die would stall the host for the
+    /// whole superblock's relocation.
+    fn account_gc(&mut self, work: &[GcWork], out: &mut Vec<GcWork>) {
+        if self.group == 1 || self.idle {
+            out.extend_from_slice(work);
             return;
         }
-        // Bounded: each victim frees a block or the loop ends.
+        let upb = u64::from(self.geo.units_per_block);
+        for w in work {
+            let d = &mut self.debt[w.die as usize];
+            d.read_units += w.read_units;
+            d.bytes += w.bytes;
+            d.program_units += w.program_units;
+            self.debt_rate[w.die as usize] = d.program_units.div_ceil(upb).max(1);
+            out.push(GcWork {
+                die: w.die,
+                erases: w.erases,
+                ..GcWork::default()
+            });
+        }
+    }
+
+    /// One slice of die `die`'s GC debt (superblocks), if it has any.
+    fn pay_debt(&mut self, die: u32) -> Option<GcWork> {
+        let rate = self.debt_rate[die as usize];
+        let d = &mut self.debt[die as usize];
+        if d.program_units == 0 && d.read_units == 0 && d.bytes == 0 {
+            return None;
+        }
+        let p = d.program_units.min(rate);
+        let (r, b) = if p >= d.program_units {
+            (d.read_units, d.bytes)
+        } else {
+            (
+                d.read_units * p / d.program_units,
+                d.bytes * p / d.program_units,
+            )
+        };
+        d.program_units -= p;
+        d.read_units -= r;
+        d.bytes -= b;
+        Some(GcWork {
+            die,
+            read_units: r,
+            bytes: b,
+            program_units: p,
+            erases: 0,
+        })
+    }
+
+    /// GC on `pool` when its free units are below the start watermark,
+    /// until it reaches the stop watermark or nothing more can be collected.
+    fn maybe_collect(&mut self, pool: u32, out: &mut Vec<GcWork>) {
+        if self.pools[pool as usize].free.len() >= self.cfg.gc_start_free_blocks as usize {
+            return;
+        }
+        // Bounded: each victim frees a unit or the loop ends.
         let mut budget = self.geo.blocks_per_die as usize;
-        while self.dies[die as usize].free.len() < self.cfg.gc_stop_free_blocks as usize
+        while self.pools[pool as usize].free.len() < self.cfg.gc_stop_free_blocks as usize
             && budget > 0
         {
-            if !self.collect_one(die, out) {
+            if !self.collect_one(pool, out) {
                 break;
             }
             budget -= 1;
         }
     }
 
-    /// The host frontier's next slot: the open unit of the current die, or
-    /// a new block there (GC first if the die is low on free blocks); a die
-    /// with no room is skipped. None only if no die can take data.
-    fn host_frontier(&mut self, gc: &mut Vec<GcWork>) -> Option<(u32, Frontier)> {
+    /// Whether die `d` can take host data without opening a new unit.
+    #[inline]
+    fn host_room_on(&self, d: u32) -> bool {
+        let o = &self.pools[(d / self.group) as usize].host;
+        o.as_ref()
+            .is_some_and(|o| o.next[(d % self.group) as usize] < self.spb)
+    }
+
+    /// The die that takes the next host data: the current one if its pool's
+    /// open unit has room there; with superblocks another die of the open
+    /// superblock; else a new unit of its pool (GC first if the pool is low
+    /// on free units); a pool with no room is skipped. None only if no die
+    /// can take data.
+    fn host_frontier(&mut self, gc: &mut Vec<GcWork>) -> Option<u32> {
+        let g = self.group;
         for _ in 0..self.geo.dies {
-            let die = self.host_die;
-            match self.dies[die as usize].host.take() {
-                Some(f) if f.next_slot < self.spb => return Some((die, f)),
-                other => {
-                    if let Some(full) = other {
-                        self.close_block(full.block);
-                    }
-                    self.maybe_collect(die, gc);
-                    if let Some(f) = self.open_block(die) {
-                        return Some((die, f));
-                    }
+            let d = self.host_die;
+            if self.host_room_on(d) {
+                return Some(d);
+            }
+            let pool = d / g;
+            let open_has_room = self.pools[pool as usize]
+                .host
+                .as_ref()
+                .is_some_and(|o| o.has_room(self.spb));
+            if open_has_room {
+                // Superblock: another member die still has room.
+                let k = d % g;
+                let next = (1..g)
+                    .map(|i| pool * g + (k + i) % g)
+                    .find(|&e| self.host_room_on(e));
+                if let Some(e) = next {
+                    self.host_die = e;
+                    return Some(e);
                 }
             }
-            self.host_die = (die + 1) % self.geo.dies;
+            let reuse = self.pools[pool as usize].host.take().map(|full| {
+                self.close_unit(full.unit);
+                full.next
+            });
+            self.maybe_collect(pool, gc);
+            if let Some(o) = self.open_unit(pool, reuse) {
+                self.pools[pool as usize].host = Some(o);
+                return Some(d);
+            }
+            self.host_die = (pool * g + g) % self.geo.dies;
         }
         None
     }
 
     /// The die after `die` takes the next host unit: the next one in round
     /// robin, or with die loads the one whose queue ends first (ties: round
-    /// robin order), whose load then grows by one program.
+    /// robin order), whose load then grows by one program. With superblocks
+    /// only the dies with room in the open superblock are candidates (all of
+    /// them once it is full).
     fn next_host_die(&self, die: u32, load: &mut DieLoad) -> u32 {
         let n = self.geo.dies;
         if let Some(u) = load.until_ns.get_mut(die as usize) {
             *u += load.program_ns;
         }
-        if load.until_ns.len() != n as usize {
-            return (die + 1) % n;
-        }
-        let mut best = (die + 1) % n;
+        let restrict = self.group > 1 && (0..n).any(|d| self.host_room_on(d));
+        let eligible = |d: u32| !restrict || self.host_room_on(d);
+        let mut best: Option<u32> = None;
         for i in 1..=n {
             let d = (die + i) % n;
-            if load.until_ns[d as usize] < load.until_ns[best as usize] {
-                best = d;
+            if !eligible(d) {
+                continue;
+            }
+            let better = match best {
+                None => true,
+                Some(b) => {
+                    load.until_ns.len() == n as usize
+                        && load.until_ns[d as usize] < load.until_ns[b as usize]
+                }
+            };
+            if better {
+                best = Some(d);
+                if load.until_ns.len() != n as usize {
+                    break;
+                }
             }
         }
-        best
+        best.unwrap_or((die + 1) % n)
+    }
+
+    // ------------------------------------------------------------ idle GC
+
+    /// A command to the namespace completes at `done_ns` (idle tracking).
+    pub fn note_done(&mut self, done_ns: u64) {
+        self.busy_until_ns = self.busy_until_ns.max(done_ns);
+    }
+
+    /// Background GC for the idle time before `now_ns` (`idle_gc_after_ns`
+    /// after the last completion): pays the paced GC debt, then collects
+    /// victims while a pool has fewer than `idle_gc_free_blocks` free units
+    /// and the work so far fits in the idle window (die times from `load`:
+    /// dies work in parallel, the busiest bounds it). Returns when the work
+    /// starts (the timing model runs `out` from then); None if not idle.
+    pub fn idle_gc(&mut self, now_ns: u64, load: &DieLoad, out: &mut Vec<GcWork>) -> Option<u64> {
+        let after = self.cfg.idle_gc_after_ns;
+        let start = self.busy_until_ns.checked_add(after)?;
+        if after == 0 || now_ns <= start {
+            return None;
+        }
+        let budget_ns = now_ns - start;
+        let mut die_ns = vec![0u64; self.geo.dies as usize];
+        let cost = |g: &GcWork| {
+            g.read_units * load.unit_read_ns
+                + g.program_units * load.program_ns
+                + g.erases * load.erase_ns
+        };
+        let first = out.len();
+        for die in 0..self.geo.dies {
+            let d = &mut self.debt[die as usize];
+            if d.program_units + d.read_units + d.bytes > 0 {
+                out.push(*d);
+                *d = GcWork {
+                    die,
+                    ..GcWork::default()
+                };
+            }
+        }
+        for g in &out[first..] {
+            die_ns[g.die as usize] += cost(g);
+        }
+        self.idle = true;
+        let target = self.cfg.idle_gc_free_blocks as usize;
+        let mut fits = die_ns.iter().all(|&t| t <= budget_ns);
+        for pool in 0..self.pools.len() as u32 {
+            let mut budget = self.geo.blocks_per_die as usize;
+            while fits && self.pools[pool as usize].free.len() < target && budget > 0 {
+                let from = out.len();
+                if !self.collect_one(pool, out) {
+                    break;
+                }
+                budget -= 1;
+                for g in &out[from..] {
+                    die_ns[g.die as usize] += cost(g);
+                }
+                fits = die_ns.iter().all(|&t| t <= budget_ns);
+            }
+        }
+        self.idle = false;
+        // The work is in the past: nothing is busy until it ends.
+        self.busy_until_ns = now_ns;
+        (out.len() > first).then_some(start)
     }
 
     // ------------------------------------------------------------ commands
@@ -753,26 +1090,24 @@ impl Ftl {
                 self.stats.mapped_units -= 1;
             }
             let gc_before = fx.gc.len();
-            let Some((die, mut f)) = self.host_frontier(&mut fx.gc) else {
+            let Some(die) = self.host_frontier(&mut fx.gc) else {
                 return Err("ftl: no free block on any die".into());
             };
-            if !fx.load.until_ns.is_empty() {
-                for g in &fx.gc[gc_before..] {
-                    let l = &fx.load;
-                    let cost = g.read_units * l.unit_read_ns
-                        + g.program_units * l.program_ns
-                        + g.erases * l.erase_ns;
-                    if let Some(u) = fx.load.until_ns.get_mut(g.die as usize) {
-                        *u += cost;
-                    }
-                }
-            }
-            let (_, unit_done) = self.put(&mut f, m);
-            self.dies[die as usize].host = Some(f);
+            fx.add_gc_load(gc_before);
+            let pool = (die / self.group) as usize;
+            let Some(mut o) = self.pools[pool].host.take() else {
+                return Err("ftl: the host frontier has no open unit".into());
+            };
+            let unit_done = self.put(&mut o, die % self.group, m);
+            self.pools[pool].host = Some(o);
             self.stats.mapped_units += 1;
             self.stats.flash_bytes_written += self.geo.map_unit_bytes;
             if unit_done {
                 fx.unit_dies.push(die);
+                if let Some(slice) = self.pay_debt(die) {
+                    fx.gc.push(slice);
+                    fx.add_gc_load(fx.gc.len() - 1);
+                }
                 self.host_die = self.next_host_die(die, &mut fx.load);
             }
         }
@@ -837,13 +1172,13 @@ impl Ftl {
     /// Checks every invariant (see the module docs); the error says which
     /// failed. O(physical + logical): for tests.
     pub fn check_consistency(&self) -> Result<(), String> {
-        let mut counted = vec![0u32; self.blocks.len()];
+        let mut counted = vec![0u32; self.p2l.len()];
         let mut mapped = 0u64;
         for m in 0..self.geo.logical_units {
             let Some(slot) = self.lookup(m) else { continue };
             mapped += 1;
             let b = self.block_of(slot);
-            if b as usize >= self.blocks.len() {
+            if b as usize >= self.p2l.len() {
                 return Err(format!("unit {m} maps to slot {slot} beyond the flash"));
             }
             let back = self.p2l[b as usize]
@@ -854,8 +1189,9 @@ impl Ftl {
                     "unit {m} -> slot {slot}, but the slot holds {back}"
                 ));
             }
-            if self.blocks[b as usize].state == BlockState::Free {
-                return Err(format!("unit {m} maps into free block {b}"));
+            let u = self.unit_of_block(b);
+            if self.units[u as usize].state == BlockState::Free {
+                return Err(format!("unit {m} maps into block {b} of free unit {u}"));
             }
             counted[b as usize] += 1;
         }
@@ -865,34 +1201,48 @@ impl Ftl {
                 self.stats.mapped_units
             ));
         }
-        for (b, blk) in self.blocks.iter().enumerate() {
+        let mut unit_counted = vec![0u32; self.units.len()];
+        for (b, &c) in counted.iter().enumerate() {
             // Slots whose P2L names a unit that maps elsewhere would be
             // double references.
             let live = self.p2l[b]
                 .as_ref()
                 .map_or(0, |p| p.iter().filter(|&&m| m != NONE).count() as u32);
-            if blk.valid != counted[b] || live != counted[b] {
+            if live != c {
+                return Err(format!("block {b}: P2L live {live} / mapped here {c}"));
+            }
+            unit_counted[self.unit_of_block(b as u32) as usize] += c;
+        }
+        for (u, unit) in self.units.iter().enumerate() {
+            if unit.valid != unit_counted[u] {
                 return Err(format!(
-                    "block {b}: valid {} / P2L live {live} / mapped here {}",
-                    blk.valid, counted[b]
+                    "erase unit {u}: valid {} / mapped here {}",
+                    unit.valid, unit_counted[u]
                 ));
             }
         }
-        for (d, die) in self.dies.iter().enumerate() {
-            for (v, &head) in die.buckets.iter().enumerate() {
-                let mut b = head;
+        for (p, pool) in self.pools.iter().enumerate() {
+            for (v, &head) in pool.buckets.iter().enumerate() {
+                let mut u = head;
                 let mut n = 0;
-                while b != NONE {
-                    let blk = &self.blocks[b as usize];
-                    if blk.state != BlockState::Closed || blk.valid as usize != v {
-                        return Err(format!("die {d} bucket {v} holds block {b} ({blk:?})"));
+                while u != NONE {
+                    let unit = &self.units[u as usize];
+                    if unit.state != BlockState::Closed || unit.valid as usize != v {
+                        return Err(format!("pool {p} bucket {v} holds unit {u} ({unit:?})"));
                     }
-                    b = blk.next;
+                    u = unit.next;
                     n += 1;
-                    if n > self.blocks.len() {
-                        return Err(format!("die {d} bucket {v} loops"));
+                    if n > self.units.len() {
+                        return Err(format!("pool {p} bucket {v} loops"));
                     }
                 }
+            }
+            if pool
+                .free
+                .iter()
+                .any(|&u| self.units[u as usize].state != BlockState::Free)
+            {
+                return Err(format!("pool {p}: a unit in the free list is not free"));
             }
         }
         Ok(())

@@ -395,3 +395,37 @@ fn buffers_that_are_not_whole_blocks_are_invalid_field() {
         assert_eq!(err.status, NvmeStatus::InvalidField, "len {len}");
     }
 }
+
+#[test]
+fn store_less_reads_zero_the_buffer_unless_told_not_to() {
+    let mut rt = Runtime::new(1);
+    let ctrl = Controller::new(
+        &rt.handle(),
+        Profile::builtin("zn540").unwrap(),
+        ControllerOptions::default(),
+    )
+    .unwrap();
+    let z = (1..=ctrl.namespace_count())
+        .find_map(|n| ctrl.zoned(n))
+        .unwrap();
+    let h = rt.handle();
+    let (zeroed, kept, t_zeroed, t_kept) = rt.block_on(async {
+        z.write(0, &[0xAB; 8192], IoFlags::NONE).await.unwrap();
+        let mut buf = vec![0xFFu8; 8192];
+        let t0 = h.now_ns();
+        z.read(0, &mut buf).await.unwrap();
+        let t_zeroed = h.now_ns() - t0;
+        let zeroed = buf.iter().all(|&b| b == 0);
+        ctrl.set_zero_fill_reads(false);
+        buf.fill(0xFF);
+        let t0 = h.now_ns();
+        z.read(0, &mut buf).await.unwrap();
+        let t_kept = h.now_ns() - t0;
+        let kept = buf.iter().all(|&b| b == 0xFF);
+        // Range checks still apply.
+        assert!(z.read(u64::MAX - 1, &mut buf).await.is_err());
+        (zeroed, kept, t_zeroed, t_kept)
+    });
+    assert!(zeroed && kept);
+    assert!(t_zeroed > 0 && t_kept > 0);
+}

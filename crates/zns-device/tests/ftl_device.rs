@@ -11,9 +11,21 @@ use zns_sim::timing::HostStack;
 use zns_sim::Runtime;
 
 fn tiny_ftl(rt: &Runtime, store: StoreKind) -> EmulatedConventionalNs {
+    tiny_ftl_with(rt, store, "superblock")
+}
+
+/// `tiny-ftl` with `[namespace.ftl] allocation` set.
+fn tiny_ftl_with(rt: &Runtime, store: StoreKind, allocation: &str) -> EmulatedConventionalNs {
+    let profile = Profile::builtin("tiny-ftl")
+        .unwrap()
+        .with_overrides(&[(
+            "namespace.0.ftl.allocation".to_string(),
+            allocation.to_string(),
+        )])
+        .unwrap();
     let ctrl = Controller::new(
         &rt.handle(),
-        Profile::builtin("tiny-ftl").unwrap(),
+        profile,
         ControllerOptions {
             store,
             host_stack: HostStack::Spdk,
@@ -47,9 +59,9 @@ proptest! {
     /// page map stays consistent, reads return the last data written (zeros
     /// after a trim or before any write), out-of-range commands are rejected.
     #[test]
-    fn ftl_namespace_keeps_a_consistent_map(fill in any::<bool>(), ops in prop::collection::vec(op(), 1..400)) {
+    fn ftl_namespace_keeps_a_consistent_map(fill in any::<bool>(), per_die in any::<bool>(), ops in prop::collection::vec(op(), 1..400)) {
         let mut rt = Runtime::new(3);
-        let dev = tiny_ftl(&rt, StoreKind::Memory);
+        let dev = tiny_ftl_with(&rt, StoreKind::Memory, if per_die { "per-die" } else { "superblock" });
         let cap = dev.capacity_lbas();
         rt.block_on(async {
             let mut model: HashMap<u64, u8> = HashMap::new();
@@ -179,4 +191,119 @@ fn gc_slows_host_writes_and_counts_device_waf() {
     )
     .unwrap();
     assert!(z.ftl_stats(1).is_none() && z.ftl_stats(2).is_none());
+}
+
+#[test]
+fn ftl_namespaces_are_refused_in_device_images() {
+    // The page map is not stored in images: refusing beats reopening an
+    // image whose data has lost its placement, GC state and counters.
+    let rt = Runtime::new(1);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ftl.img");
+    let e = Controller::create_image(
+        &rt.handle(),
+        Profile::builtin("tiny-ftl").unwrap(),
+        &path,
+        HostStack::Spdk,
+    )
+    .err()
+    .expect("an FTL profile must be refused");
+    let msg = e.to_string();
+    assert!(msg.contains("FTL") && msg.contains("image"), "{msg}");
+    assert!(!path.exists(), "nothing may be created");
+}
+
+/// tiny-ftl in GC steady state, idle for 2 s, then a burst of 4 KiB random
+/// writes at QD1: (mean burst latency in µs, victims collected during the
+/// burst, victims collected while idle).
+fn idle_then_burst(idle_gc: bool) -> (f64, u64, u64) {
+    let mut rt = Runtime::new(1);
+    let mut profile = Profile::builtin("tiny-ftl").unwrap();
+    if idle_gc {
+        profile = profile
+            .with_overrides(&[
+                (
+                    "namespace.0.ftl.idle_gc_after_ns".to_string(),
+                    "1000000".to_string(),
+                ),
+                (
+                    "namespace.0.ftl.idle_gc_free_blocks".to_string(),
+                    "12".to_string(),
+                ),
+            ])
+            .unwrap();
+    }
+    let ctrl = Controller::new(&rt.handle(), profile, ControllerOptions::default()).unwrap();
+    let dev = ctrl.conventional(1).unwrap();
+    let h = rt.handle();
+    let cap = dev.capacity_lbas();
+    let r = rt.block_on(async {
+        let buf = vec![0u8; 4096];
+        let mut x = 99u64;
+        let mut next = || {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 33) % cap
+        };
+        let big = vec![0u8; 32 * 4096];
+        for lba in (0..cap).step_by(32) {
+            dev.write(lba, &big, IoFlags::NONE).await.unwrap();
+        }
+        for _ in 0..3 * cap {
+            dev.write(next(), &buf, IoFlags::NONE).await.unwrap();
+        }
+        h.sleep(2_000_000_000).await;
+        let before = dev.ftl_stats().unwrap();
+        // The first write after the pause runs the idle GC (in the past).
+        dev.write(next(), &buf, IoFlags::NONE).await.unwrap();
+        let after_idle = dev.ftl_stats().unwrap();
+        let n = 200u64;
+        let t0 = h.now_ns();
+        for _ in 0..n {
+            dev.write(next(), &buf, IoFlags::NONE).await.unwrap();
+        }
+        let mean_us = (h.now_ns() - t0) as f64 / n as f64 / 1000.0;
+        let end = dev.ftl_stats().unwrap();
+        (
+            mean_us,
+            end.gc_victims - after_idle.gc_victims,
+            after_idle.gc_victims - before.gc_victims,
+        )
+    });
+    ctrl.ftl_check(1).unwrap();
+    r
+}
+
+#[test]
+fn idle_gc_frees_blocks_before_a_burst() {
+    let (off_us, off_burst, off_idle) = idle_then_burst(false);
+    let (on_us, on_burst, on_idle) = idle_then_burst(true);
+    println!(
+        "burst after 2 s idle: without idle GC {off_us:.1} us, {off_burst} victims in the burst; \
+         with idle GC {on_us:.1} us, {on_burst} victims in the burst, {on_idle} while idle"
+    );
+    assert_eq!(off_idle, 0, "no idle GC when it is off");
+    assert!(on_idle > 0, "idle GC collected nothing");
+    assert!(on_burst < off_burst, "{on_burst} vs {off_burst}");
+    assert!(on_us < off_us, "{on_us} vs {off_us}");
+}
+
+#[test]
+fn idle_gc_parameters_are_checked() {
+    let p = Profile::builtin("tiny-ftl").unwrap();
+    let e: Result<(), String> = p
+        .with_overrides(&[(
+            "namespace.0.ftl.idle_gc_after_ns".to_string(),
+            "1000000".to_string(),
+        )])
+        .map_err(|e| e.to_string())
+        .and_then(|p| {
+            let rt = Runtime::new(1);
+            Controller::new(&rt.handle(), p, ControllerOptions::default())
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        });
+    let msg = format!("{e:?}");
+    assert!(msg.contains("idle_gc_free_blocks"), "{msg}");
 }
