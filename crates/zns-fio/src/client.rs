@@ -373,7 +373,7 @@ pub fn describe_status(code: u16) -> String {
         return "rejected before reaching the device".into();
     }
     match NvmeStatus::ALL.iter().find(|s| s.code() == code) {
-        Some(s) => format!("NVMe status {s} (0x{code:03x})"),
+        Some(s) => format!("NVMe status {s}"),
         None => format!("NVMe status 0x{code:03x}"),
     }
 }

@@ -172,15 +172,31 @@ pub fn send_with_fd(stream: &UnixStream, bytes: &[u8], fd: RawFd) -> io::Result<
 }
 
 /// Receives exactly `buf.len()` bytes; returns the fd attached to them, if
-/// any. `Ok(None)` with nothing read means the peer closed the connection
-/// (reported as `UnexpectedEof`).
+/// any. A closed connection is `UnexpectedEof`.
 pub fn recv_with_fd(stream: &UnixStream, buf: &mut [u8]) -> io::Result<Option<OwnedFd>> {
     let mut got = 0;
     let mut fd = None;
     while got < buf.len() {
+        let (n, f) = recv_some_with_fd(stream, &mut buf[got..])?;
+        if f.is_some() {
+            fd = f;
+        }
+        got += n;
+    }
+    Ok(fd)
+}
+
+/// One `recvmsg`: the bytes that have arrived (at least one; waits for
+/// them) and the fd attached to them, if any. A closed connection is
+/// `UnexpectedEof`.
+pub fn recv_some_with_fd(
+    stream: &UnixStream,
+    buf: &mut [u8],
+) -> io::Result<(usize, Option<OwnedFd>)> {
+    loop {
         let mut iov = libc::iovec {
-            iov_base: buf[got..].as_mut_ptr().cast(),
-            iov_len: buf.len() - got,
+            iov_base: buf.as_mut_ptr().cast(),
+            iov_len: buf.len(),
         };
         // SAFETY: pure computation.
         let space = unsafe { libc::CMSG_SPACE(std::mem::size_of::<RawFd>() as u32) } as usize;
@@ -205,6 +221,7 @@ pub fn recv_with_fd(stream: &UnixStream, buf: &mut [u8]) -> io::Result<Option<Ow
                 "connection closed",
             ));
         }
+        let mut fd = None;
         // SAFETY: walking the control messages the kernel filled in.
         unsafe {
             let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
@@ -217,9 +234,8 @@ pub fn recv_with_fd(stream: &UnixStream, buf: &mut [u8]) -> io::Result<Option<Ow
                 cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
             }
         }
-        got += n as usize;
+        return Ok((n as usize, fd));
     }
-    Ok(fd)
 }
 
 #[cfg(test)]
