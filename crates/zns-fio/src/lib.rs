@@ -9,13 +9,16 @@
 //!
 //! Modules: `proto` (wire format), `shm` (shared I/O memory and fd passing),
 //! `server` (the device thread and its socket), `client` (one fio job's
-//! connection), `ffi` (the C ABI and the per-process registry). The design —
+//! connection), `ffi` (the C ABI and the per-process registry), `harness` (running real
+//! fio with the engine and `zns bench` on the same jobs, for the tests and
+//! scripts/fio-vs-bench). The design —
 //! one device server per fio run, started in fio's main process and reached
 //! by the forked job processes over a Unix socket, data in shared memory —
 //! is in docs/fio-engine.md.
 
 pub mod client;
 pub mod ffi;
+pub mod harness;
 pub mod proto;
 pub mod server;
 pub mod shm;
