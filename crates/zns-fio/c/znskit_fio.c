@@ -59,7 +59,8 @@ struct znskit_client;
 void znskit_fio_loaded(void);
 void znskit_fio_shutdown(void);
 int znskit_fio_setup(const char *filename, double speed, const char *host_stack,
-		     uint64_t seed, struct znskit_geometry *geo, char *err,
+		     uint64_t seed, int64_t spin_us,
+		     struct znskit_geometry *geo, char *err,
 		     size_t err_len);
 int znskit_fio_geometry(const char *filename, struct znskit_geometry *geo);
 struct znskit_client *znskit_fio_open(const char *filename, char *err,
@@ -88,6 +89,7 @@ struct znskit_options {
 	char *speed;
 	char *host_stack;
 	unsigned long long seed;
+	char *spin_us;
 };
 
 static struct fio_option options[] = {
@@ -120,6 +122,15 @@ static struct fio_option options[] = {
 		.group	= FIO_OPT_G_INVALID,
 	},
 	{
+		.name	= "znskit_spin_us",
+		.lname	= "znskit pacer busy-poll window",
+		.type	= FIO_OPT_STR_STORE,
+		.off1	= offsetof(struct znskit_options, spin_us),
+		.help	= "Device waits up to this many microseconds busy-poll instead of sleeping (default 100; 0 = always sleep)",
+		.category = FIO_OPT_C_ENGINE,
+		.group	= FIO_OPT_G_INVALID,
+	},
+	{
 		.name	= NULL,
 	},
 };
@@ -148,8 +159,21 @@ static int znskit_setup_file(struct thread_data *td, struct fio_file *f)
 	struct znskit_geometry geo;
 	char err[512] = "";
 	double speed = 1.0;
+	long long spin_us = -1;
 	int ret;
 
+	if (o && o->spin_us && o->spin_us[0]) {
+		char *end = NULL;
+
+		errno = 0;
+		spin_us = strtoll(o->spin_us, &end, 10);
+		if (errno || end == o->spin_us || *end || spin_us < 0 ||
+		    spin_us > 1000000) {
+			log_err("znskit: znskit_spin_us=%s: not a whole number of microseconds in 0..=1000000\n",
+				o->spin_us);
+			return EINVAL;
+		}
+	}
 	if (o && o->speed && o->speed[0]) {
 		char *end = NULL;
 
@@ -163,7 +187,8 @@ static int znskit_setup_file(struct thread_data *td, struct fio_file *f)
 		}
 	}
 	ret = znskit_fio_setup(f->file_name, speed, o ? o->host_stack : NULL,
-			       o ? o->seed : 0, &geo, err, sizeof(err));
+			       o ? o->seed : 0, spin_us, &geo, err,
+			       sizeof(err));
 	if (ret < 0) {
 		log_err("znskit: %s\n", err);
 		return -ret;

@@ -104,7 +104,8 @@ pub extern "C" fn znskit_fio_loaded() {
 
 /// Makes sure a device server for `filename` runs (starting it in fio's main
 /// process) with these options, and returns its geometry. `host_stack` may
-/// be NULL (io-uring-none), `speed` ≤ 0 means 1.0, `seed` 0 means 1.
+/// be NULL (io-uring-none), `speed` ≤ 0 means 1.0, `seed` 0 means 1,
+/// `spin_us` < 0 means the default busy-poll window.
 ///
 /// # Safety
 /// Pointers must be valid: `filename` (and `host_stack` unless NULL) are
@@ -115,12 +116,13 @@ pub unsafe extern "C" fn znskit_fio_setup(
     speed: f64,
     host_stack: *const c_char,
     seed: u64,
+    spin_us: i64,
     geo: *mut ZnskitGeometry,
     err: *mut c_char,
     err_len: usize,
 ) -> c_int {
     guard(-libc::EIO, || {
-        let result = setup(filename, speed, host_stack, seed);
+        let result = setup(filename, speed, host_stack, seed, spin_us);
         match result {
             Ok(g) => {
                 if !geo.is_null() {
@@ -142,6 +144,7 @@ fn setup(
     speed: f64,
     host_stack: *const c_char,
     seed: u64,
+    spin_us: i64,
 ) -> Result<Geometry, (i32, String)> {
     let filename = str_arg(filename).ok_or((libc::EINVAL, "filename is not UTF-8".into()))?;
     let mut cfg = DeviceConfig::new(filename);
@@ -153,6 +156,9 @@ fn setup(
     }
     if seed != 0 {
         cfg.seed = seed;
+    }
+    if spin_us >= 0 {
+        cfg.spin_ns = (spin_us as u64).saturating_mul(1000);
     }
     let mut servers = SERVERS.lock().unwrap_or_else(PoisonError::into_inner);
     if let Some(e) = servers.iter().find(|e| e.cfg.filename == filename) {

@@ -43,6 +43,9 @@ pub struct DeviceConfig {
     pub host_stack: HostStack,
     /// The runtime's seed.
     pub seed: u64,
+    /// Pacer waits up to this long busy-poll instead of sleeping (see
+    /// `Runtime::set_pacer_spin_ns`).
+    pub spin_ns: u64,
 }
 
 impl DeviceConfig {
@@ -54,9 +57,15 @@ impl DeviceConfig {
             speed: 1.0,
             host_stack: HostStack::IoUringNone,
             seed: 1,
+            spin_ns: DEFAULT_SPIN_NS,
         }
     }
 }
+
+/// Default busy-poll window of the pacer: sleeping threads wake 20-60 µs
+/// late on the machines measured (docs/fio-engine.md), so shorter waits
+/// spin.
+pub const DEFAULT_SPIN_NS: u64 = 100_000;
 
 /// Parses a host stack name (`spdk`, `io-uring-none`, `io-uring-mq-deadline`).
 pub fn parse_host_stack(name: &str) -> Result<HostStack, String> {
@@ -378,6 +387,7 @@ fn run_device(cfg: DeviceConfig, started: mpsc::Sender<Started>) {
             return;
         }
     };
+    rt.set_pacer_spin_ns(cfg.spin_ns);
     let handle = rt.handle();
     let mut devices = Devices::default();
     let target = match devices.target(&handle, &cfg.filename, None) {
