@@ -12,9 +12,7 @@ use std::os::unix::net::{SocketAddr, UnixStream};
 
 use zns_core::NvmeStatus;
 
-use crate::proto::{
-    Geometry, Op, Request, Response, Zone, RESPONSE_BYTES, ZONE_BYTES,
-};
+use crate::proto::{Geometry, Op, Request, Response, Zone, RESPONSE_BYTES, ZONE_BYTES};
 use crate::server::send_all;
 use crate::shm::{self, Region};
 
@@ -204,7 +202,12 @@ impl Client {
     }
 
     /// Resets (or, with `finish`, finishes) the zones of a byte range.
-    pub fn zone_range(&mut self, finish: bool, offset_bytes: u64, len_bytes: u64) -> Result<(), i32> {
+    pub fn zone_range(
+        &mut self,
+        finish: bool,
+        offset_bytes: u64,
+        len_bytes: u64,
+    ) -> Result<(), i32> {
         let tag = self.control_tag();
         let op = if finish { Op::Finish } else { Op::Reset };
         let mut req = Request::new(op, tag);
@@ -263,10 +266,7 @@ impl Client {
 
     /// The next whole message, waiting up to `timeout_ms` for data to arrive
     /// (negative: forever); `None` when none arrived in time.
-    fn next_message_timeout(
-        &mut self,
-        timeout_ms: i32,
-    ) -> io::Result<Option<(Response, Vec<u8>)>> {
+    fn next_message_timeout(&mut self, timeout_ms: i32) -> io::Result<Option<(Response, Vec<u8>)>> {
         loop {
             if let Some(msg) = self.parse_one()? {
                 return Ok(Some(msg));

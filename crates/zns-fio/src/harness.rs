@@ -70,7 +70,10 @@ impl Engine {
             .or_else(|| stdout.starts_with('{').then_some(0))
             .and_then(|i| serde_json::from_str::<Json>(&stdout[i..]).ok())
             .ok_or_else(|| {
-                format!("fio printed no JSON (status {}):\n{stdout}\n{stderr}", out.status)
+                format!(
+                    "fio printed no JSON (status {}):\n{stdout}\n{stderr}",
+                    out.status
+                )
             })?;
         Ok(FioRun {
             json,

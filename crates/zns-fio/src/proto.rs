@@ -262,7 +262,10 @@ mod tests {
         let mut buf = Vec::new();
         req.encode(&mut buf);
         assert_eq!(buf.len(), REQUEST_BYTES);
-        assert_eq!(Request::decode(buf.as_slice().try_into().unwrap()), Some(req));
+        assert_eq!(
+            Request::decode(buf.as_slice().try_into().unwrap()),
+            Some(req)
+        );
         buf[0] = 99;
         assert_eq!(Request::decode(buf.as_slice().try_into().unwrap()), None);
 

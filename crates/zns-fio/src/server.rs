@@ -23,7 +23,9 @@ use std::sync::{mpsc, Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
 use zns_bench::target::{Devices, Target};
-use zns_core::{NvmeError, NvmeStatus, ReportFilter, ZoneAction, ZoneSendCmd, ZoneState, ZonedDevice};
+use zns_core::{
+    NvmeError, NvmeStatus, ReportFilter, ZoneAction, ZoneSendCmd, ZoneState, ZonedDevice,
+};
 use zns_sim::sync::Notify;
 use zns_sim::timing::HostStack;
 use zns_sim::{Handle, Remote, Runtime};
@@ -175,6 +177,11 @@ pub async fn execute(
             if !region.contains(req.region_offset, req.len_bytes) {
                 return Err(Failure::errno(libc::EFAULT));
             }
+            // Larger than one command may carry (MDTS): `zns bench` refuses
+            // such a bs too; the kernel would split it (docs/fio-engine.md).
+            if geo.max_transfer_bytes > 0 && req.len_bytes > geo.max_transfer_bytes {
+                return Err(Failure::errno(libc::EINVAL));
+            }
             // SAFETY: inside the region (checked); the client hands the
             // buffer over until this request's response.
             let buf = unsafe { region.slice_mut(req.region_offset, req.len_bytes) };
@@ -313,8 +320,8 @@ impl Server {
         );
         let addr = SocketAddr::from_abstract_name(name.as_bytes())
             .map_err(|e| format!("socket name {name}: {e}"))?;
-        let listener = UnixListener::bind_addr(&addr)
-            .map_err(|e| format!("cannot listen on @{name}: {e}"))?;
+        let listener =
+            UnixListener::bind_addr(&addr).map_err(|e| format!("cannot listen on @{name}: {e}"))?;
         let closing = Arc::new(AtomicBool::new(false));
         let acceptor = {
             let remote = remote.clone();
@@ -517,8 +524,9 @@ impl Conn {
             h.spawn(async move {
                 h2.yield_now().await;
                 conn.flush_scheduled.store(false, Ordering::Release);
-                let bytes =
-                    std::mem::take(&mut *conn.pending.lock().unwrap_or_else(PoisonError::into_inner));
+                let bytes = std::mem::take(
+                    &mut *conn.pending.lock().unwrap_or_else(PoisonError::into_inner),
+                );
                 conn.send(&bytes);
             });
         }
@@ -610,11 +618,8 @@ fn serve_connection(stream: UnixStream, remote: Remote, geo: Geometry) {
         let conn = conn.clone();
         let region = conn.region();
         remote.spawn(move |h: &Handle| {
-            let found = DEVICE.with(|d| {
-                d.borrow()
-                    .as_ref()
-                    .map(|ctx| (ctx.target.clone(), ctx.geo))
-            });
+            let found =
+                DEVICE.with(|d| d.borrow().as_ref().map(|ctx| (ctx.target.clone(), ctx.geo)));
             for req in batch {
                 let Some((target, geo)) = found.clone() else {
                     conn.reply(req.tag, Err(Failure::errno(libc::ENODEV)));

@@ -11,9 +11,7 @@
 
 use std::path::PathBuf;
 
-use zns_fio::harness::{
-    bench_json, group_bandwidths, with_global_options, workspace_root, Engine,
-};
+use zns_fio::harness::{bench_json, group_bandwidths, with_global_options, workspace_root, Engine};
 
 /// fio runs one at a time: each is timed in real time on a small machine.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -36,7 +34,9 @@ fn engine() -> Option<(Engine, std::sync::MutexGuard<'static, ()>)> {
 }
 
 fn example(name: &str) -> String {
-    let path = workspace_root().join("examples/fio").join(format!("{name}.fio"));
+    let path = workspace_root()
+        .join("examples/fio")
+        .join(format!("{name}.fio"));
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
@@ -68,7 +68,9 @@ const PREPARE_TWO_ZONES: &str = "[global]\nioengine=psync\ndirect=1\nfilename=zn
 
 #[test]
 fn the_five_seed_examples_run_under_real_fio() {
-    let Some((engine, _one)) = engine() else { return };
+    let Some((engine, _one)) = engine() else {
+        return;
+    };
     let dir = TempDir::new("examples");
     let short = |name: &str| {
         dir.file(
@@ -103,12 +105,18 @@ fn the_five_seed_examples_run_under_real_fio() {
     assert_eq!(groups[0].write_bytes, 2 * 275712 * 4096, "two full zones");
     assert!(groups[1].read_bytes > 0, "seqread read nothing");
     assert!(groups[2].read_bytes > 0, "randread read nothing");
-    assert!(groups[3].read_bytes > 0 && groups[3].write_bytes > 0, "{:?}", groups[3]);
+    assert!(
+        groups[3].read_bytes > 0 && groups[3].write_bytes > 0,
+        "{:?}",
+        groups[3]
+    );
 }
 
 #[test]
 fn fio_sees_the_engines_zones_not_its_own_emulation() {
-    let Some((engine, _one)) = engine() else { return };
+    let Some((engine, _one)) = engine() else {
+        return;
+    };
     let lib = format!("--ioengine=external:{}", engine.library.display());
     let common = [
         "--name=w",
@@ -130,8 +138,8 @@ fn fio_sees_the_engines_zones_not_its_own_emulation() {
         .args(&args)
         .output()
         .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned()
-        + &String::from_utf8_lossy(&out.stderr);
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{text}");
     // the tiny profile's open-zone limit (4) comes from get_max_open_zones
     assert!(
@@ -154,15 +162,17 @@ fn fio_sees_the_engines_zones_not_its_own_emulation() {
         .args(&args)
         .output()
         .unwrap();
-    let text = String::from_utf8_lossy(&out.stderr).into_owned()
-        + &String::from_utf8_lossy(&out.stdout);
+    let text =
+        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
     assert!(!out.status.success(), "fio accepted zonesize=512k:\n{text}");
     assert!(text.contains("does not match disk zone size"), "{text}");
 }
 
 #[test]
 fn a_write_off_the_write_pointer_is_eio_with_the_nvme_status_logged() {
-    let Some((engine, _one)) = engine() else { return };
+    let Some((engine, _one)) = engine() else {
+        return;
+    };
     // zonemode=none: fio does not steer writes to the WP, so the device
     // sees a write at 4 KiB into an empty zone
     let args: Vec<String> = [
@@ -178,7 +188,10 @@ fn a_write_off_the_write_pointer_is_eio_with_the_nvme_status_logged() {
     ]
     .into();
     let run = engine.run(&[], &args).unwrap();
-    assert_eq!(run.json["jobs"][0]["error"].as_i64(), Some(i64::from(libc::EIO)));
+    assert_eq!(
+        run.json["jobs"][0]["error"].as_i64(),
+        Some(i64::from(libc::EIO))
+    );
     assert!(
         run.stderr.contains("Zone Invalid Write"),
         "no NVMe status in:\n{}",
@@ -188,7 +201,9 @@ fn a_write_off_the_write_pointer_is_eio_with_the_nvme_status_logged() {
 
 #[test]
 fn bad_engine_options_are_clear_errors() {
-    let Some((engine, _one)) = engine() else { return };
+    let Some((engine, _one)) = engine() else {
+        return;
+    };
     for (opt, expect) in [
         ("--znskit_speed=fast", "znskit_speed=fast"),
         ("--znskit_host_stack=dpdk", "io-uring-none"),
@@ -222,7 +237,9 @@ fn bad_engine_options_are_clear_errors() {
 /// device-bound job absorbs: the tolerance is 10% (measured: under 1%).
 #[test]
 fn fio_bandwidth_agrees_with_zns_bench_on_seqwrite() {
-    let Some((engine, _one)) = engine() else { return };
+    let Some((engine, _one)) = engine() else {
+        return;
+    };
     let dir = TempDir::new("compare");
     let text = with_global_options(&example("seqwrite"), &["runtime=3"]);
     let file = dir.file("seqwrite.fio", &engine.job_text(&text));

@@ -78,7 +78,10 @@ fn writes_follow_the_write_pointer_and_an_off_wp_write_is_eio() {
     // the stamp store keeps nothing, but the read lands in shared memory:
     // the device's bytes replace what was there
     let read_buf = unsafe { base.add(128 * KIB as usize) };
-    assert_eq!(io(&mut c, 3, IoKind::Read, ZONE, 64 * KIB, read_buf), (0, 0));
+    assert_eq!(
+        io(&mut c, 3, IoKind::Read, ZONE, 64 * KIB, read_buf),
+        (0, 0)
+    );
     // past the end of the device: the status the kernel turns into EREMOTEIO
     let (errno, status) = io(&mut c, 4, IoKind::Read, 16 * ZONE, 4 * KIB, base);
     assert_eq!((errno, status), (libc::EREMOTEIO, 0x080));
@@ -92,7 +95,10 @@ fn reset_and_finish_change_the_zones_and_misaligned_ranges_are_einval() {
     let mut c = Client::connect(server.name()).unwrap();
     let base = c.alloc_region(64 * KIB as usize).unwrap();
     for z in 0..3 {
-        assert_eq!(io(&mut c, z + 1, IoKind::Write, z * ZONE, 16 * KIB, base), (0, 0));
+        assert_eq!(
+            io(&mut c, z + 1, IoKind::Write, z * ZONE, 16 * KIB, base),
+            (0, 0)
+        );
     }
     c.zone_range(true, 2 * ZONE, ZONE).unwrap();
     assert_eq!(zone(&mut c, 2).cond, 0xE, "finished zone is full");
@@ -139,7 +145,10 @@ fn two_clients_share_one_device() {
     assert_eq!(io(&mut a, 1, IoKind::Write, 0, 8 * KIB, abase), (0, 0));
     // b sees a's write pointer: writing at 0 again is off the WP
     assert_eq!(io(&mut b, 1, IoKind::Write, 0, 4 * KIB, bbase).0, libc::EIO);
-    assert_eq!(io(&mut b, 2, IoKind::Write, 8 * KIB, 4 * KIB, bbase), (0, 0));
+    assert_eq!(
+        io(&mut b, 2, IoKind::Write, 8 * KIB, 4 * KIB, bbase),
+        (0, 0)
+    );
     assert_eq!(zone(&mut a, 0).wp_bytes, 12 * KIB);
 }
 
@@ -152,7 +161,8 @@ fn queued_io_completes_in_any_order_and_each_tag_once() {
     // this): they reach the device in order, so all succeed
     for i in 0..8u64 {
         let buf = unsafe { base.add((i * 16 * KIB) as usize) };
-        c.queue(100 + i, IoKind::Write, i * 16 * KIB, 16 * KIB, buf).unwrap();
+        c.queue(100 + i, IoKind::Write, i * 16 * KIB, 16 * KIB, buf)
+            .unwrap();
     }
     c.commit().unwrap();
     let mut seen = Vec::new();
@@ -192,16 +202,26 @@ fn bad_requests_get_an_errno() {
         Err(libc::EFAULT)
     );
     // misaligned offset / length, zero length
-    assert_eq!(io(&mut c, 2, IoKind::Write, 512, 4096, base).0, libc::EINVAL);
+    assert_eq!(
+        io(&mut c, 2, IoKind::Write, 512, 4096, base).0,
+        libc::EINVAL
+    );
     assert_eq!(io(&mut c, 3, IoKind::Write, 0, 1000, base).0, libc::EINVAL);
     assert_eq!(io(&mut c, 4, IoKind::Read, 0, 0, base).0, libc::EINVAL);
+    // more than one command carries (MDTS), in a bigger region
+    let mdts = c.geometry().max_transfer_bytes;
+    let big = c.alloc_region(2 * mdts as usize).unwrap();
+    assert_eq!(
+        io(&mut c, 6, IoKind::Write, 0, mdts + 4096, big).0,
+        libc::EINVAL
+    );
     // tags with the top bit are reserved for control commands
     assert_eq!(
         c.queue(1 << 63, IoKind::Read, 0, 4096, base),
         Err(libc::EINVAL)
     );
     // the connection still works
-    assert_eq!(io(&mut c, 5, IoKind::Write, 0, 4096, base), (0, 0));
+    assert_eq!(io(&mut c, 5, IoKind::Write, 0, 4096, big), (0, 0));
 }
 
 #[test]
@@ -244,7 +264,10 @@ fn a_device_image_keeps_its_zones_across_servers() {
         let base = c.alloc_region(64 * KIB as usize).unwrap();
         let data = unsafe { std::slice::from_raw_parts_mut(base, 64 * KIB as usize) };
         data[..4096].fill(0xA5);
-        assert_eq!(io(&mut c, 1, IoKind::Write, 3 * ZONE, 8 * KIB, base), (0, 0));
+        assert_eq!(
+            io(&mut c, 1, IoKind::Write, 3 * ZONE, 8 * KIB, base),
+            (0, 0)
+        );
     }
     {
         let server = start(&filename);

@@ -222,7 +222,10 @@ fn a_spinning_pacer_neither_runs_ahead_nor_misses_injected_work() {
         // 900 µs steps: each wait spins; the injection lands during one
         while !ran3.load(Ordering::SeqCst) {
             h.sleep(900_000).await;
-            assert!(h.now_ns() - t0 < 1_000_000_000, "the injected closure never ran");
+            assert!(
+                h.now_ns() - t0 < 1_000_000_000,
+                "the injected closure never ran"
+            );
         }
     });
     injector.join().unwrap();
