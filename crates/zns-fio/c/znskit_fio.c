@@ -22,6 +22,7 @@
 #include <string.h>
 #include <errno.h>
 #include <stdint.h>
+#include <unistd.h>
 
 #include "fio.h"
 #include "optgroup.h"
@@ -138,6 +139,8 @@ static struct fio_option options[] = {
 /* --- per-job state --- */
 
 struct znskit_td {
+	pid_t pid; /* fio keeps thread_data in shared memory: only the job's
+		      own process may use its connection */
 	struct znskit_client *client;
 	struct io_u **events;
 	unsigned int nr_events;
@@ -147,7 +150,7 @@ static struct znskit_client *td_client(struct thread_data *td)
 {
 	struct znskit_td *z = td->io_ops_data;
 
-	return z ? z->client : NULL;
+	return z && z->pid == getpid() ? z->client : NULL;
 }
 
 /* Starts (or finds) the device of one file and makes fio see it as a zoned
@@ -245,6 +248,7 @@ static int fio_znskit_init(struct thread_data *td)
 		free(z);
 		return 1;
 	}
+	z->pid = getpid();
 	td->io_ops_data = z;
 	return 0;
 }
