@@ -139,10 +139,16 @@ pub fn zone_cond(state: ZoneState) -> u32 {
     }
 }
 
+/// The target's zoned side as the `ZonedDevice` boundary: the one place to
+/// extend when `zns_bench::target` grows more zoned targets (a RAID array
+/// is a `ZonedDevice` too).
+fn zoned_device(target: &Target) -> Option<&dyn ZonedDevice> {
+    target.zoned().map(|z| z as &dyn ZonedDevice)
+}
+
 fn geometry_of(target: &Target) -> Geometry {
     let g = target.geometry();
-    let max_active_zones = target
-        .zoned()
+    let max_active_zones = zoned_device(target)
         .map(|z| u64::from(z.config().max_active_zones))
         .unwrap_or(0);
     Geometry {
@@ -154,7 +160,7 @@ fn geometry_of(target: &Target) -> Geometry {
         max_open_zones: u64::from(g.max_open_zones),
         max_active_zones,
         max_transfer_bytes: g.max_transfer_bytes,
-        zoned: target.zoned().is_some(),
+        zoned: zoned_device(target).is_some(),
     }
 }
 
@@ -198,7 +204,7 @@ pub async fn execute(
             Ok(Vec::new())
         }
         Op::Reset | Op::Finish => {
-            let zns = target.zoned().ok_or(Failure::errno(libc::EOPNOTSUPP))?;
+            let zns = zoned_device(target).ok_or(Failure::errno(libc::EOPNOTSUPP))?;
             if req.len_bytes == 0
                 || req.offset_bytes % geo.zone_bytes != 0
                 || req.len_bytes % geo.zone_bytes != 0
@@ -233,7 +239,7 @@ pub async fn execute(
             Ok(Vec::new())
         }
         Op::Report => {
-            let zns = target.zoned().ok_or(Failure::errno(libc::EOPNOTSUPP))?;
+            let zns = zoned_device(target).ok_or(Failure::errno(libc::EOPNOTSUPP))?;
             let mut out = Vec::new();
             if req.offset_bytes >= geo.capacity_bytes || req.count == 0 {
                 return Ok(out);
