@@ -43,9 +43,11 @@ pub struct Client {
     geometry: Geometry,
     region: Option<Region>,
     outbox: Vec<u8>,
-    /// Descriptions of queued I/O, by tag, for error messages.
+    /// Received bytes not parsed yet (from `inbox_pos`).
     inbox: Vec<u8>,
     inbox_pos: usize,
+    /// Receive buffer (responses are copied from it into `inbox`).
+    scratch: Box<[u8]>,
     done: VecDeque<Completion>,
     /// The completions handed out by the last [`Client::reap`].
     events: Vec<Completion>,
@@ -66,6 +68,7 @@ impl Client {
             outbox: Vec::new(),
             inbox: Vec::new(),
             inbox_pos: 0,
+            scratch: vec![0u8; 64 * 1024].into_boxed_slice(),
             done: VecDeque::new(),
             events: Vec::new(),
             next_control: 0,
@@ -303,56 +306,63 @@ impl Client {
     /// false on timeout.
     fn fill(&mut self, timeout_ms: i32) -> io::Result<bool> {
         let fd = self.stream.as_raw_fd();
-        loop {
-            let mut pfd = libc::pollfd {
-                fd,
-                events: libc::POLLIN,
-                revents: 0,
+        // A bounded wait needs poll; "forever" is a blocking receive and
+        // "not at all" a non-blocking one (one system call each).
+        if timeout_ms > 0 {
+            loop {
+                let mut pfd = libc::pollfd {
+                    fd,
+                    events: libc::POLLIN,
+                    revents: 0,
+                };
+                // SAFETY: one valid pollfd.
+                let n = unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
+                if n < 0 {
+                    let err = io::Error::last_os_error();
+                    if err.kind() == io::ErrorKind::Interrupted {
+                        continue;
+                    }
+                    return Err(err);
+                }
+                if n == 0 {
+                    return Ok(false);
+                }
+                break;
+            }
+        }
+        let flags = if timeout_ms == 0 {
+            libc::MSG_DONTWAIT
+        } else {
+            0
+        };
+        let n = loop {
+            // SAFETY: reading into our scratch buffer.
+            let n = unsafe {
+                libc::recv(
+                    fd,
+                    self.scratch.as_mut_ptr().cast(),
+                    self.scratch.len(),
+                    flags,
+                )
             };
-            // SAFETY: one valid pollfd.
-            let n = unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
             if n < 0 {
                 let err = io::Error::last_os_error();
-                if err.kind() == io::ErrorKind::Interrupted {
-                    continue;
+                match err.kind() {
+                    io::ErrorKind::Interrupted => continue,
+                    io::ErrorKind::WouldBlock if timeout_ms == 0 => return Ok(false),
+                    _ => return Err(err),
                 }
-                return Err(err);
             }
-            if n == 0 {
-                return Ok(false);
-            }
-            break;
+            break n as usize;
+        };
+        if n == 0 {
+            return Err(eof());
         }
         if self.inbox_pos > 0 {
             self.inbox.drain(..self.inbox_pos);
             self.inbox_pos = 0;
         }
-        let old = self.inbox.len();
-        self.inbox.resize(old + 64 * 1024, 0);
-        let n = loop {
-            // SAFETY: reading into the spare tail of our buffer.
-            let n = unsafe {
-                libc::recv(
-                    fd,
-                    self.inbox[old..].as_mut_ptr().cast(),
-                    self.inbox.len() - old,
-                    0,
-                )
-            };
-            if n < 0 {
-                let err = io::Error::last_os_error();
-                if err.kind() == io::ErrorKind::Interrupted {
-                    continue;
-                }
-                self.inbox.truncate(old);
-                return Err(err);
-            }
-            break n as usize;
-        };
-        self.inbox.truncate(old + n);
-        if n == 0 {
-            return Err(eof());
-        }
+        self.inbox.extend_from_slice(&self.scratch[..n]);
         Ok(true)
     }
 }
