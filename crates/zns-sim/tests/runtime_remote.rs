@@ -188,6 +188,51 @@ fn paced_mode_does_not_run_ahead_of_the_wall_clock() {
 }
 
 #[test]
+fn a_spinning_pacer_neither_runs_ahead_nor_misses_injected_work() {
+    // Every wait of this run is shorter than the 1 ms spin window, so the
+    // pacer busy-polls: the clock must still never pass the wall clock,
+    // and a closure injected meanwhile must run before the timer it
+    // interrupts.
+    let mut rt = Runtime::paced(7, 1.0).unwrap();
+    rt.set_pacer_spin_ns(1_000_000);
+    let h = rt.handle();
+    let start = Instant::now(); // wall-clock ok
+    rt.block_on(async move {
+        for _ in 0..200 {
+            h.sleep(50_000).await;
+        }
+    });
+    let elapsed = start.elapsed();
+    assert_eq!(rt.now_ns(), 10_000_000);
+    assert!(
+        elapsed >= Duration::from_millis(10),
+        "10 ms of virtual time took only {elapsed:?}"
+    );
+    let ran = Arc::new(AtomicBool::new(false));
+    let ran2 = ran.clone();
+    let remote = rt.remote();
+    let injector = thread::spawn(move || {
+        thread::sleep(Duration::from_millis(1));
+        remote.spawn(move |_h| ran2.store(true, Ordering::SeqCst));
+    });
+    let h = rt.handle();
+    let ran3 = ran.clone();
+    let t0 = rt.now_ns();
+    rt.block_on(async move {
+        // 900 µs steps: each wait spins; the injection lands during one
+        while !ran3.load(Ordering::SeqCst) {
+            h.sleep(900_000).await;
+            assert!(
+                h.now_ns() - t0 < 1_000_000_000,
+                "the injected closure never ran"
+            );
+        }
+    });
+    injector.join().unwrap();
+    assert!(ran.load(Ordering::SeqCst));
+}
+
+#[test]
 fn paced_remote_work_sees_the_scaled_wall_clock() {
     // Speed 50: one virtual second takes 20 ms. The main task waits for a
     // timer at 1 s; a closure injected after ~5 ms of wall time must see

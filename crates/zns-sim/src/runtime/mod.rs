@@ -179,6 +179,18 @@ impl Runtime {
         self.core.seed
     }
 
+    /// In paced mode, makes waits of at most `spin_ns` wall nanoseconds
+    /// busy-poll instead of sleeping: a sleeping thread wakes tens of
+    /// microseconds late, as long as many device latencies. Burns a core
+    /// while it spins; for external clients (the fio engine) that need
+    /// microsecond pacing. 0 (the default) always sleeps; no effect in
+    /// virtual mode.
+    pub fn set_pacer_spin_ns(&self, spin_ns: u64) {
+        if let Some(pacer) = &self.core.pacer {
+            pacer.set_spin_ns(spin_ns);
+        }
+    }
+
     /// Whether this runtime is paced to the wall clock.
     pub fn is_paced(&self) -> bool {
         self.core.pacer.is_some()

@@ -190,6 +190,9 @@ impl std::fmt::Debug for Remote {
 pub(crate) struct Pacer {
     speed: f64,
     anchor: std::cell::Cell<Option<(Instant, u64)>>, // wall-clock ok
+    /// Waits shorter than this busy-poll instead of sleeping (0: always
+    /// sleep).
+    spin: std::cell::Cell<Duration>,
 }
 
 #[allow(clippy::disallowed_methods, clippy::disallowed_types)] // wall-clock ok: paced mode
@@ -198,7 +201,14 @@ impl Pacer {
         Pacer {
             speed,
             anchor: std::cell::Cell::new(None),
+            spin: std::cell::Cell::new(Duration::ZERO),
         }
+    }
+
+    /// Waits of at most `spin_ns` (wall) busy-poll the clock and the
+    /// injection queue instead of sleeping on the condition variable.
+    pub(crate) fn set_spin_ns(&self, spin_ns: u64) {
+        self.spin.set(Duration::from_nanos(spin_ns));
     }
 
     /// Ties virtual instant `now_ns` to the current wall instant.
@@ -241,23 +251,44 @@ impl Pacer {
     }
 
     /// Waits until the wall clock reaches virtual instant `deadline_ns`
-    /// (true) or until another thread injects work (false).
+    /// (true) or until another thread injects work (false). The last
+    /// `spin` of the wait busy-polls: a sleeping thread wakes tens of
+    /// microseconds late, which is as long as many device latencies.
     pub(crate) fn wait_for(&self, deadline_ns: u64, shared: &Shared) -> bool {
         let target = self.wall_instant_for(deadline_ns);
-        let mut queue = shared.lock();
+        let spin = self.spin.get();
+        {
+            let mut queue = shared.lock();
+            loop {
+                if queue.has_work() {
+                    return false;
+                }
+                let now = Instant::now(); // wall-clock ok
+                if now >= target {
+                    return true;
+                }
+                let left = target - now;
+                if left <= spin {
+                    break;
+                }
+                queue = shared
+                    .signal
+                    .wait_timeout(queue, left - spin)
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .0;
+            }
+        }
         loop {
-            if queue.has_work() {
+            if shared.has_pending() {
                 return false;
             }
-            let now = Instant::now(); // wall-clock ok
-            if now >= target {
+            if Instant::now() >= target {
+                // wall-clock ok
                 return true;
             }
-            queue = shared
-                .signal
-                .wait_timeout(queue, target - now)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
+            // let other threads of this machine run (a fio job may be
+            // what the device waits for), without a timed sleep
+            std::thread::yield_now();
         }
     }
 }

@@ -1,0 +1,27 @@
+//! znskit's fio external ioengine (`ioengine=external:libznskit_fio.so`): the
+//! Rust half under the thin C shim `c/znskit_fio.c`. It serves an emulated
+//! device — any profile, a profile TOML or a device image, opened the way
+//! `zns bench` opens a `filename` — on the wall-clock-paced runtime, so fio
+//! measures the device's latencies in real time, and presents it to fio's zbd
+//! code as a host-managed zoned block device (zone report, reset, open-zone
+//! limit) with the errors the Linux block layer gives (EIO for a write off
+//! the write pointer, the NVMe status printed to stderr).
+//!
+//! Modules: `proto` (wire format), `shm` (shared I/O memory and fd passing),
+//! `server` (the device thread and its socket), `client` (one fio job's
+//! connection), `ffi` (the C ABI and the per-process registry), `harness` (running real
+//! fio with the engine and `zns bench` on the same jobs, for the tests and
+//! scripts/fio-vs-bench). The design —
+//! one device server per fio run, started in fio's main process and reached
+//! by the forked job processes over a Unix socket, data in shared memory —
+//! is in docs/fio-engine.md.
+
+pub mod client;
+pub mod ffi;
+pub mod harness;
+pub mod proto;
+pub mod server;
+pub mod shm;
+
+pub use client::{Client, Completion, IoKind};
+pub use server::{DeviceConfig, Server};
