@@ -549,6 +549,9 @@ pub struct Ftl {
     slc_closed: VecDeque<u32>,
     /// Units in SLC mode (open or closed).
     slc_units: u64,
+    /// The cache ran out (no room for a new SLC unit): host data goes to
+    /// TLC until the cache has been emptied (folded at idle, or forced).
+    slc_exhausted: bool,
 }
 
 impl Ftl {
@@ -609,6 +612,7 @@ impl Ftl {
             busy_until_ns: 0,
             slc_closed: VecDeque::new(),
             slc_units: 0,
+            slc_exhausted: false,
         }
     }
 
@@ -994,10 +998,22 @@ impl Ftl {
         }
     }
 
-    /// Whether a new host unit may be opened in SLC mode.
-    fn slc_may_open(&self) -> bool {
-        self.cfg.slc_cache.is_some()
-            && (self.slc_units + 1) * self.unit_slots() <= self.slc_allowance_slots()
+    /// Whether a new host unit may be opened in SLC mode: the cache has
+    /// room for it and has not run out since it was last empty (a drive
+    /// whose cache is full writes TLC directly rather than folding to make
+    /// room, until the cache has been folded away).
+    fn slc_may_open(&mut self) -> bool {
+        if self.cfg.slc_cache.is_none() {
+            return false;
+        }
+        if self.slc_exhausted && self.slc_units == 0 {
+            self.slc_exhausted = false;
+        }
+        let room = (self.slc_units + 1) * self.unit_slots() <= self.slc_allowance_slots();
+        if !room {
+            self.slc_exhausted = true;
+        }
+        room && !self.slc_exhausted
     }
 
     /// Moves the valid data of `victim` (a closed unit of `pool`, TLC or
