@@ -192,7 +192,10 @@ const BUILTIN: &[(&str, &str)] = &[
     ("pm1731a", include_str!("../../../profiles/pm1731a.toml")),
     ("tiny", include_str!("../../../profiles/tiny.toml")),
     ("sn540", include_str!("../../../profiles/sn540.toml")),
-    ("sn540-slc", include_str!("../../../profiles/sn540-slc.toml")),
+    (
+        "sn540-slc",
+        include_str!("../../../profiles/sn540-slc.toml"),
+    ),
     (
         "sn540-mini-slc",
         include_str!("../../../profiles/sn540-mini-slc.toml"),
