@@ -35,6 +35,11 @@
 //!   I/O); with superblocks the relocation is paced: a slice with each host
 //!   program unit (`pay_debt`).
 //! * **TRIM** unmaps: the slots become invalid, like overwritten ones.
+//! * **SLC cache** (optional, `slc_cache`): new host units are opened in SLC
+//!   mode (1 / bits per cell of the slots, smaller program units with their
+//!   own program and read times) while their footprint fits a share of the
+//!   free user space; folding relocates the oldest SLC unit into the TLC GC
+//!   unit (forced when the drive fills, or at idle).
 //!
 //! Invariants (checked by `check_consistency`, property-tested): every mapped
 //! mapping unit points at a slot whose P2L entry points back at it; every
