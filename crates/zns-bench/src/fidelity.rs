@@ -568,6 +568,9 @@ pub struct CurveDef {
     pub y_label: String,
     pub log_x: bool,
     pub log_y: bool,
+    /// Legend of the measured data: which device it is from (`data_label`
+    /// in fidelity.toml; default "ZN540 measured").
+    pub data_label: String,
     pub series: Vec<SeriesDef>,
 }
 
@@ -852,6 +855,7 @@ pub fn parse_suite_toml(
             y_label: s("y_label").unwrap_or_default(),
             log_x: b("log_x"),
             log_y: b("log_y"),
+            data_label: s("data_label").unwrap_or_else(|| DEFAULT_DATA_LABEL.to_string()),
             id,
             series,
         });
@@ -1003,6 +1007,9 @@ pub struct SeriesResult {
     pub errors: Vec<String>,
 }
 
+/// Legend of a curve's measured data unless it sets `data_label`.
+pub const DEFAULT_DATA_LABEL: &str = "ZN540 measured";
+
 /// One figure.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CurveResult {
@@ -1012,6 +1019,8 @@ pub struct CurveResult {
     pub y_label: String,
     pub log_x: bool,
     pub log_y: bool,
+    /// Legend of the measured data (e.g. "ZN540 measured", "SN640 measured").
+    pub data_label: String,
     pub series: Vec<SeriesResult>,
     pub png: Option<PathBuf>,
     pub csv: Option<PathBuf>,
@@ -1359,6 +1368,7 @@ pub fn run_fidelity(
             y_label: c.y_label.clone(),
             log_x: c.log_x,
             log_y: c.log_y,
+            data_label: c.data_label.clone(),
             series,
             png: None,
             csv: None,

@@ -1,6 +1,7 @@
 //! PNG and CSV output of the fidelity suite's curves: each figure overlays
-//! the emulated series (solid lines, filled circles) on the real ZN540's
-//! measured points (dashed lines, crosses) of the same colour.
+//! the emulated series (solid lines, filled circles) on the real device's
+//! measured points (dashed lines, crosses) of the same colour; the legend
+//! names the device (`data_label` of the curve, default "ZN540 measured").
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -38,7 +39,7 @@ pub fn curve_csv(c: &CurveResult) -> String {
             out,
             ",{},{}",
             csv_quote(&format!("{} emulated", s.label)),
-            csv_quote(&format!("{} ZN540 measured", s.label))
+            csv_quote(&format!("{} {}", s.label, c.data_label))
         );
     }
     out.push('\n');
@@ -217,7 +218,7 @@ pub fn draw_png(c: &CurveResult, path: &Path) -> Result<(), String> {
                         .map(|p| Cross::new(*p, 6, color.stroke_width(2))),
                 )
                 .map_err(|e| err(&e))?
-                .label(format!("{} (ZN540 measured)", s.label))
+                .label(format!("{} ({})", s.label, c.data_label))
                 .legend(move |(x, y)| Cross::new((x + 12, y), 6, color.stroke_width(2)));
         }
     }
@@ -231,4 +232,45 @@ pub fn draw_png(c: &CurveResult, path: &Path) -> Result<(), String> {
         .map_err(|e| err(&e))?;
     root.present().map_err(|e| err(&e))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fidelity::{CurvePoint, SeriesResult};
+
+    #[test]
+    fn csv_names_the_measured_device() {
+        let c = CurveResult {
+            id: "c".into(),
+            title: "t".into(),
+            x_label: "time (s)".into(),
+            y_label: "MiB/s".into(),
+            log_x: false,
+            log_y: false,
+            data_label: "SN640 measured".into(),
+            series: vec![SeriesResult {
+                label: "write".into(),
+                points: vec![CurvePoint {
+                    x: 10.0,
+                    emulated: Some(500.0),
+                    measured: Some(562.0),
+                }],
+                compared: 1,
+                mean_abs_rel_error: None,
+                max_abs_rel_error: None,
+                max_error_at_x: None,
+                errors: Vec::new(),
+            }],
+            png: None,
+            csv: None,
+            plot_error: None,
+        };
+        let csv = curve_csv(&c);
+        assert!(
+            csv.starts_with("time (s),write emulated,write SN640 measured\n"),
+            "{csv}"
+        );
+        assert!(csv.contains("10,500,562"), "{csv}");
+    }
 }

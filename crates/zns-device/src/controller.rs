@@ -1148,9 +1148,13 @@ impl Controller {
                     fx.load.program_ns = st.flash.profile().program_ns;
                     fx.load.unit_read_ns = st.flash.unit_read_ns();
                     fx.load.erase_ns = st.flash.profile().erase_ns;
+                    let slc = ftl.config().slc_cache.as_ref();
+                    fx.load.slc_program_ns = slc.map_or(0, |c| c.program_ns);
+                    fx.load.slc_read_ns = slc.map_or(0, |c| c.read_ns);
+                    let slc_read_ns = fx.load.slc_read_ns;
                     // Background GC in the idle time before this write.
                     if let Some(t0) = ftl.idle_gc(now_ns, &fx.load, &mut fx.gc) {
-                        submit_gc(&mut st.flash, t0, stack, ns, &fx.gc);
+                        submit_gc(&mut st.flash, t0, stack, ns, &fx.gc, slc_read_ns);
                         fx.clear();
                     }
                     // The frontier steers units to the least busy dies.
@@ -1162,16 +1166,10 @@ impl Controller {
                     ftl.write(off, bytes, fx)
                         .map_err(|_| NvmeError::from(NvmeStatus::InternalError))?;
                     // GC the write triggered runs first on its dies.
-                    submit_gc(&mut st.flash, now_ns, stack, ns, &fx.gc);
-                    let t = st.flash.submit_ftl_write(
-                        now_ns,
-                        stack,
-                        ns,
-                        off,
-                        bytes,
-                        flags.fua,
-                        &fx.unit_dies,
-                    );
+                    submit_gc(&mut st.flash, now_ns, stack, ns, &fx.gc, slc_read_ns);
+                    let t = st
+                        .flash
+                        .submit_ftl_write(now_ns, stack, ns, off, bytes, flags.fua, &fx.units);
                     ftl.note_done(t);
                     t
                 }
@@ -1420,8 +1418,16 @@ fn new_ns_state(
 
 /// The zone tables of all namespaces as JSON (stored in the image's metadata slots).
 /// Submits FTL garbage collection work to the timing model at `t_ns`: each
-/// die's relocation, then its erases (background: no host overhead).
-fn submit_gc(flash: &mut FlashArray, t_ns: u64, stack: HostStack, ns: u32, gc: &[GcWork]) {
+/// die's relocation (and SLC folding, whose SLC reads take `slc_read_ns`
+/// each), then its erases (background: no host overhead).
+fn submit_gc(
+    flash: &mut FlashArray,
+    t_ns: u64,
+    stack: HostStack,
+    ns: u32,
+    gc: &[GcWork],
+    slc_read_ns: u64,
+) {
     for g in gc {
         let op = MediaOp::GcRelocate {
             ns,
@@ -1429,6 +1435,8 @@ fn submit_gc(flash: &mut FlashArray, t_ns: u64, stack: HostStack, ns: u32, gc: &
             read_units: g.read_units,
             bytes: g.bytes,
             program_units: g.program_units,
+            slc_read_units: g.slc_read_units,
+            slc_read_ns,
         };
         flash.submit(t_ns, stack, &op);
         for _ in 0..g.erases {

@@ -35,6 +35,11 @@
 //!   I/O); with superblocks the relocation is paced: a slice with each host
 //!   program unit (`pay_debt`).
 //! * **TRIM** unmaps: the slots become invalid, like overwritten ones.
+//! * **SLC cache** (optional, `slc_cache`): new host units are opened in SLC
+//!   mode (1 / bits per cell of the slots, smaller program units with their
+//!   own program and read times) while their footprint fits a share of the
+//!   free user space; folding relocates the oldest SLC unit into the TLC GC
+//!   unit (forced when the drive fills, or at idle).
 //!
 //! Invariants (checked by `check_consistency`, property-tested): every mapped
 //! mapping unit points at a slot whose P2L entry points back at it; every
@@ -82,6 +87,51 @@ pub enum Allocation {
     PerDie,
 }
 
+/// When an SLC cache folds its data into TLC blocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum FoldPolicy {
+    /// Only when forced: the cache's allowance (a share of the free user
+    /// space) shrank below what it holds, or a pool needs free blocks.
+    #[default]
+    WhenFull,
+    /// Also in the background at idle (`idle_gc_after_ns`): the cache is
+    /// emptied while the host is quiet, ready for the next burst.
+    Idle,
+}
+
+/// `ftl.slc_cache`: a dynamic SLC cache. Host data is programmed in SLC mode
+/// (one bit per cell: a block holds 1 / `bits_per_cell` of its TLC data, a
+/// program unit is one page per plane) into free blocks while the SLC
+/// blocks' footprint stays within `max_free_fraction_ppm` of the free user
+/// space (logical space not mapped), so the cache shrinks as the drive
+/// fills and disappears when it is full. Folding moves the valid data of
+/// the oldest SLC block into the GC's TLC block (SLC reads, TLC programs:
+/// die work like GC) and erases it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SlcCacheConfig {
+    /// Most of the free user space (ppm, 1..=1000000) SLC blocks may occupy
+    /// (their physical footprint, counted as TLC capacity).
+    pub max_free_fraction_ppm: u64,
+    /// Bits per cell of the native (TLC) mode: an SLC block or program unit
+    /// holds 1 / this of the data. Must equal the timing's
+    /// `pages_per_program` (one-shot TLC programs one page per bit).
+    #[serde(default = "default_bits_per_cell")]
+    pub bits_per_cell: u32,
+    /// Die time of one SLC program unit (one page per plane).
+    pub program_ns: u64,
+    /// Array read time (tR) of an SLC page.
+    pub read_ns: u64,
+    /// When SLC data is folded into TLC.
+    #[serde(default)]
+    pub fold: FoldPolicy,
+}
+
+fn default_bits_per_cell() -> u32 {
+    3
+}
+
 /// The `[namespace.ftl]` table of a conventional namespace: present, the
 /// namespace is an SSD with a page-mapped FTL and device-side GC.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -117,6 +167,9 @@ pub struct FtlConfig {
     /// when idle GC is on).
     #[serde(default)]
     pub idle_gc_free_blocks: u32,
+    /// Dynamic SLC cache (off when absent).
+    #[serde(default)]
+    pub slc_cache: Option<SlcCacheConfig>,
 }
 
 fn default_map_unit() -> u64 {
@@ -133,6 +186,8 @@ pub struct FtlGeometry {
     pub dies_per_unit: u32,
     pub units_per_block: u32,
     pub slots_per_unit: u32,
+    /// Slots of an SLC-mode program unit (0: no SLC cache).
+    pub slc_slots_per_unit: u32,
     pub map_unit_bytes: u64,
     /// Mapping units of the logical space.
     pub logical_units: u64,
@@ -227,6 +282,38 @@ impl FtlConfig {
                 self.idle_gc_free_blocks
             ));
         }
+        let slc_spu = match &self.slc_cache {
+            None => 0,
+            Some(c) => {
+                if c.max_free_fraction_ppm == 0 || c.max_free_fraction_ppm > PPM {
+                    return Err(format!(
+                        "ftl.slc_cache.max_free_fraction_ppm = {}: must be in 1..=1000000",
+                        c.max_free_fraction_ppm
+                    ));
+                }
+                let bits = u64::from(c.bits_per_cell);
+                if bits < 2 || spu % bits != 0 {
+                    return Err(format!(
+                        "ftl.slc_cache.bits_per_cell = {}: must be at least 2 and divide the {spu} mapping units \
+                         of a program unit",
+                        c.bits_per_cell
+                    ));
+                }
+                if c.program_ns == 0 || c.read_ns == 0 {
+                    return Err(format!(
+                        "ftl.slc_cache: program_ns = {}, read_ns = {}: both must be above 0",
+                        c.program_ns, c.read_ns
+                    ));
+                }
+                if c.fold == FoldPolicy::Idle && self.idle_gc_after_ns == 0 {
+                    return Err(
+                        "ftl.slc_cache.fold = \"idle\" needs ftl.idle_gc_after_ns (when the drive counts as idle)"
+                            .into(),
+                    );
+                }
+                (spu / bits) as u32
+            }
+        };
         let bpd = blocks_per_die as u64;
         // Reserve per die: the open host and GC blocks plus the free pool.
         let reserve = u64::from(stop) + 2;
@@ -247,6 +334,7 @@ impl FtlConfig {
             },
             units_per_block: self.units_per_block,
             slots_per_unit: spu as u32,
+            slc_slots_per_unit: slc_spu,
             map_unit_bytes: mu,
             logical_units,
             physical_slots: physical_slots as u64,
@@ -276,6 +364,16 @@ pub struct FtlStats {
     pub max_block_erases: u32,
     /// Bytes of page-map memory allocated (L2P + P2L).
     pub map_resident_bytes: u64,
+    /// Host bytes (whole mapping units) programmed in SLC mode (also in
+    /// `flash_bytes_written`).
+    pub slc_written_bytes: u64,
+    /// Bytes folded from SLC into TLC blocks (also in `flash_bytes_written`
+    /// and, as relocations, in `gc_relocated_bytes`).
+    pub slc_folded_bytes: u64,
+    /// SLC blocks (erase units) folded.
+    pub slc_folds: u64,
+    /// Erase units currently in SLC mode (open or holding data).
+    pub slc_units: u64,
 }
 
 impl FtlStats {
@@ -301,6 +399,9 @@ pub struct GcWork {
     pub program_units: u64,
     /// Blocks erased (the victim).
     pub erases: u64,
+    /// SLC program units of the victim that held valid data (read, one page
+    /// per plane each: folding).
+    pub slc_read_units: u64,
 }
 
 /// How busy each die is, so that the host frontier can steer each new
@@ -316,6 +417,9 @@ pub struct DieLoad {
     pub unit_read_ns: u64,
     /// Die time of an erase.
     pub erase_ns: u64,
+    /// Die time of an SLC program unit and of an SLC read (SLC cache).
+    pub slc_program_ns: u64,
+    pub slc_read_ns: u64,
 }
 
 /// What a host write or trim produced for the timing model.
@@ -323,8 +427,9 @@ pub struct DieLoad {
 pub struct FtlEffects {
     /// Input: die loads (see `DieLoad`); the FTL adds the work it places.
     pub load: DieLoad,
-    /// Dies of the host program units this write completed, in order.
-    pub unit_dies: Vec<u32>,
+    /// The host program units this write completed, in order (die, bytes,
+    /// die time: TLC, or SLC mode).
+    pub units: Vec<zns_sim::timing::FtlProgram>,
     /// GC work triggered by this write (before its units, in time).
     pub gc: Vec<GcWork>,
 }
@@ -332,7 +437,7 @@ pub struct FtlEffects {
 impl FtlEffects {
     /// Clears the outputs (the die loads are left as they are).
     pub fn clear(&mut self) {
-        self.unit_dies.clear();
+        self.units.clear();
         self.gc.clear();
     }
 
@@ -344,6 +449,7 @@ impl FtlEffects {
         let l = &mut self.load;
         for g in &self.gc[from..] {
             let cost = g.read_units * l.unit_read_ns
+                + g.slc_read_units * l.slc_read_ns
                 + g.program_units * l.program_ns
                 + g.erases * l.erase_ns;
             if let Some(u) = l.until_ns.get_mut(g.die as usize) {
@@ -367,6 +473,9 @@ struct Unit {
     valid: u32,
     erases: u32,
     state: BlockState,
+    /// Programmed in SLC mode (SLC cache): holds 1 / bits per cell of the
+    /// slots; closed SLC units are in the fold queue, not the buckets.
+    slc: bool,
     /// Device-wide slot write counter when the unit was closed.
     closed_seq: u64,
     /// Bucket list links (closed units of a pool, by valid count).
@@ -382,11 +491,15 @@ struct Open {
     next: Vec<u32>,
     /// Member die that takes the next data (GC frontier: round robin).
     cursor: u32,
+    /// Usable slots per block (all of them, or 1 / bits per cell in SLC mode).
+    cap: u32,
+    /// Slots per program unit (TLC, or SLC mode).
+    spu: u32,
 }
 
 impl Open {
-    fn has_room(&self, spb: u32) -> bool {
-        self.next.iter().any(|&n| n < spb)
+    fn has_room(&self) -> bool {
+        self.next.iter().any(|&n| n < self.cap)
     }
 }
 
@@ -437,6 +550,13 @@ pub struct Ftl {
     idle: bool,
     /// Latest completion time of a command to the namespace (idle GC).
     busy_until_ns: u64,
+    /// Closed SLC-mode units, oldest first (the fold order).
+    slc_closed: VecDeque<u32>,
+    /// Units in SLC mode (open or closed).
+    slc_units: u64,
+    /// The cache ran out (no room for a new SLC unit): host data goes to
+    /// TLC until the cache has been emptied (folded at idle, or forced).
+    slc_exhausted: bool,
 }
 
 impl Ftl {
@@ -452,6 +572,7 @@ impl Ftl {
                 valid: 0,
                 erases: 0,
                 state: BlockState::Free,
+                slc: false,
                 closed_seq: 0,
                 prev: NONE,
                 next: NONE,
@@ -494,6 +615,9 @@ impl Ftl {
             debt_rate: vec![0; geo.dies as usize],
             idle: false,
             busy_until_ns: 0,
+            slc_closed: VecDeque::new(),
+            slc_units: 0,
+            slc_exhausted: false,
         }
     }
 
@@ -512,6 +636,7 @@ impl Ftl {
         let l2p = self.l2p.iter().filter(|s| s.is_some()).count() as u64 * SEG_LEN as u64;
         let p2l = self.p2l.iter().filter(|s| s.is_some()).count() as u64 * u64::from(self.spb);
         s.map_resident_bytes = (l2p + p2l) * 4;
+        s.slc_units = self.slc_units;
         s
     }
 
@@ -577,12 +702,28 @@ impl Ftl {
         (s != NONE).then_some(s)
     }
 
+    /// Whether the block of `slot` is programmed in SLC mode.
+    #[inline]
+    fn slot_is_slc(&self, slot: u32) -> bool {
+        self.units[self.unit_of_block(self.block_of(slot)) as usize].slc
+    }
+
+    /// Slots per program unit of a block in SLC mode or not.
+    #[inline]
+    fn spu_of(&self, slc: bool) -> u32 {
+        if slc {
+            self.geo.slc_slots_per_unit
+        } else {
+            self.geo.slots_per_unit
+        }
+    }
+
     /// Die, offset inside its program unit (bytes) of a slot.
     #[inline]
     pub fn place_of(&self, slot: u32) -> (u32, u64) {
         let block = self.block_of(slot);
         let in_block = slot % self.spb;
-        let in_unit = in_block % self.geo.slots_per_unit;
+        let in_unit = in_block % self.spu_of(self.slot_is_slc(slot));
         (
             self.die_of_block(block),
             u64::from(in_unit) * self.geo.map_unit_bytes,
@@ -639,7 +780,7 @@ impl Ftl {
             p[(slot % self.spb) as usize] = NONE;
         }
         let u = self.unit_of_block(b);
-        let closed = self.units[u as usize].state == BlockState::Closed;
+        let closed = self.in_buckets(u);
         if closed {
             self.bucket_remove(u);
         }
@@ -650,9 +791,17 @@ impl Ftl {
         }
     }
 
+    /// Whether unit `u` is in its pool's bucket lists (closed, TLC).
+    #[inline]
+    fn in_buckets(&self, u: u32) -> bool {
+        let unit = &self.units[u as usize];
+        unit.state == BlockState::Closed && !unit.slc
+    }
+
     /// Opens a free unit of `pool` (the P2L of its blocks allocated on
-    /// first use); `reuse` gives back the `next` vector of a closed one.
-    fn open_unit(&mut self, pool: u32, reuse: Option<Vec<u32>>) -> Option<Open> {
+    /// first use), in SLC mode if `slc`; `reuse` gives back the `next`
+    /// vector of a closed one.
+    fn open_unit(&mut self, pool: u32, reuse: Option<Vec<u32>>, slc: bool) -> Option<Open> {
         let u = self.pools[pool as usize].free.pop_back()?;
         let spb = self.spb as usize;
         for k in 0..self.group {
@@ -663,20 +812,31 @@ impl Ftl {
         let unit = &mut self.units[u as usize];
         unit.state = BlockState::Open;
         unit.valid = 0;
+        unit.slc = slc;
+        if slc {
+            self.slc_units += 1;
+        }
         let mut next = reuse.unwrap_or_default();
         next.clear();
         next.resize(self.group as usize, 0);
+        let spu = self.spu_of(slc);
         Some(Open {
             unit: u,
             next,
             cursor: 0,
+            cap: self.spb / self.geo.slots_per_unit * spu,
+            spu,
         })
     }
 
     fn close_unit(&mut self, u: u32) {
         self.units[u as usize].state = BlockState::Closed;
         self.units[u as usize].closed_seq = self.seq;
-        self.bucket_insert(u);
+        if self.units[u as usize].slc {
+            self.slc_closed.push_back(u);
+        } else {
+            self.bucket_insert(u);
+        }
     }
 
     /// Stores mapping unit `m` in the next slot of member die `k` of `o`;
@@ -692,7 +852,7 @@ impl Ftl {
         self.set_l2p(m, slot);
         o.next[k as usize] = off + 1;
         self.seq += 1;
-        (off + 1) % self.geo.slots_per_unit == 0
+        (off + 1) % o.spu == 0
     }
 
     // ------------------------------------------------------------ GC
@@ -720,7 +880,7 @@ impl Ftl {
                 let mut best: Option<(u32, u64, u64)> = None; // unit, (1-u)*age, (1+u) scaled
                 for u in first..first + self.geo.blocks_per_die {
                     let unit = &self.units[u as usize];
-                    if unit.state != BlockState::Closed || unit.valid >= full {
+                    if unit.state != BlockState::Closed || unit.slc || unit.valid >= full {
                         continue;
                     }
                     let age = self.seq.saturating_sub(unit.closed_seq) + 1;
@@ -745,15 +905,14 @@ impl Ftl {
     /// when it is full); counts completed programs in `work` (per member
     /// die). False if no unit can be opened (cannot happen: room is checked).
     fn gc_put(&mut self, pool: u32, m: u64, work: &mut [GcWork]) -> bool {
-        let spb = self.spb;
         let mut o = match self.pools[pool as usize].gc.take() {
-            Some(o) if o.has_room(spb) => o,
+            Some(o) if o.has_room() => o,
             other => {
                 let reuse = other.map(|full| {
                     self.close_unit(full.unit);
                     full.next
                 });
-                match self.open_unit(pool, reuse) {
+                match self.open_unit(pool, reuse, false) {
                     Some(o) => o,
                     None => return false,
                 }
@@ -761,7 +920,7 @@ impl Ftl {
         };
         let g = self.group;
         let mut k = o.cursor;
-        while o.next[k as usize] >= spb {
+        while o.next[k as usize] >= o.cap {
             k = (k + 1) % g;
         }
         if self.put(&mut o, k, m) {
@@ -779,6 +938,93 @@ impl Ftl {
         let Some(victim) = self.pick_victim(pool) else {
             return false;
         };
+        self.relocate(pool, victim, out)
+    }
+
+    /// Folds the oldest SLC unit (of `pool`, or of any pool if None): its
+    /// valid data moves to its pool's TLC GC unit, it is erased and freed.
+    /// False if there is none or no room.
+    fn fold_one(&mut self, pool: Option<u32>, out: &mut Vec<GcWork>) -> bool {
+        let pos = self
+            .slc_closed
+            .iter()
+            .position(|&u| pool.map_or(true, |p| self.pool_of_unit(u) == p));
+        let Some(victim) = pos.map(|i| self.slc_closed[i]) else {
+            return false;
+        };
+        let vpool = self.pool_of_unit(victim);
+        let valid = self.units[victim as usize].valid;
+        let before = self.stats.gc_relocated_bytes;
+        if !self.relocate(vpool, victim, out) {
+            return false;
+        }
+        if let Some(i) = pos {
+            self.slc_closed.remove(i);
+        }
+        self.stats.slc_folds += 1;
+        self.stats.slc_folded_bytes += self.stats.gc_relocated_bytes - before;
+        debug_assert_eq!(
+            self.stats.gc_relocated_bytes - before,
+            u64::from(valid) * self.geo.map_unit_bytes
+        );
+        true
+    }
+
+    /// Physical footprint (slots, as TLC capacity) the SLC units may have
+    /// now: a share of the free user space (logical units not mapped).
+    fn slc_allowance_slots(&self) -> u64 {
+        let Some(c) = &self.cfg.slc_cache else {
+            return 0;
+        };
+        let free_user = self
+            .geo
+            .logical_units
+            .saturating_sub(self.stats.mapped_units);
+        (u128::from(free_user) * u128::from(c.max_free_fraction_ppm) / u128::from(PPM)) as u64
+    }
+
+    /// Physical slots of one erase unit.
+    #[inline]
+    fn unit_slots(&self) -> u64 {
+        u64::from(self.spb) * u64::from(self.group)
+    }
+
+    /// Forced folding: while the SLC units' footprint exceeds the allowance
+    /// (the drive filled up), fold the oldest.
+    fn maybe_fold(&mut self, out: &mut Vec<GcWork>) {
+        if self.cfg.slc_cache.is_none() {
+            return;
+        }
+        let allowed = self.slc_allowance_slots();
+        while self.slc_units * self.unit_slots() > allowed {
+            if !self.fold_one(None, out) {
+                break;
+            }
+        }
+    }
+
+    /// Whether a new host unit may be opened in SLC mode: the cache has
+    /// room for it and has not run out since it was last empty (a drive
+    /// whose cache is full writes TLC directly rather than folding to make
+    /// room, until the cache has been folded away).
+    fn slc_may_open(&mut self) -> bool {
+        if self.cfg.slc_cache.is_none() {
+            return false;
+        }
+        if self.slc_exhausted && self.slc_units == 0 {
+            self.slc_exhausted = false;
+        }
+        let room = (self.slc_units + 1) * self.unit_slots() <= self.slc_allowance_slots();
+        if !room {
+            self.slc_exhausted = true;
+        }
+        room && !self.slc_exhausted
+    }
+
+    /// Moves the valid data of `victim` (a closed unit of `pool`, TLC or
+    /// SLC) to the pool's GC unit, erases and frees it; false if there is
+    /// no room.
+    fn relocate(&mut self, pool: u32, victim: u32, out: &mut Vec<GcWork>) -> bool {
         let valid = u64::from(self.units[victim as usize].valid);
         // Room for the valid slots: the GC unit's rest plus free units. A
         // victim holds fewer than a unit of valid slots, so collecting it
@@ -791,7 +1037,10 @@ impl Ftl {
         if gc_room + free * u64::from(spb) * u64::from(self.group) < valid {
             return false;
         }
-        self.bucket_remove(victim);
+        let slc = self.units[victim as usize].slc;
+        if !slc {
+            self.bucket_remove(victim);
+        }
         let g = self.group;
         let first_die = pool * g;
         let mut work = std::mem::take(&mut self.gc_scratch);
@@ -802,8 +1051,9 @@ impl Ftl {
             bytes: 0,
             program_units: 0,
             erases: 1,
+            slc_read_units: 0,
         }));
-        let spu = self.geo.slots_per_unit;
+        let spu = self.spu_of(slc);
         let mut moved = 0u64;
         for k in 0..g {
             let b = self.block_in_unit(victim, k);
@@ -819,7 +1069,11 @@ impl Ftl {
                     }
                     if !unit_has_valid {
                         unit_has_valid = true;
-                        work[k as usize].read_units += 1;
+                        if slc {
+                            work[k as usize].slc_read_units += 1;
+                        } else {
+                            work[k as usize].read_units += 1;
+                        }
                     }
                     if !self.gc_put(pool, u64::from(m), &mut work) {
                         break; // cannot happen: room was checked
@@ -839,6 +1093,10 @@ impl Ftl {
         unit.valid = 0;
         unit.erases += 1;
         unit.state = BlockState::Free;
+        unit.slc = false;
+        if slc {
+            self.slc_units -= 1;
+        }
         self.pools[pool as usize].free.push_front(victim);
         let bytes = moved * self.geo.map_unit_bytes;
         self.stats.gc_relocated_bytes += bytes;
@@ -865,6 +1123,7 @@ impl Ftl {
         for w in work {
             let d = &mut self.debt[w.die as usize];
             d.read_units += w.read_units;
+            d.slc_read_units += w.slc_read_units;
             d.bytes += w.bytes;
             d.program_units += w.program_units;
             self.debt_rate[w.die as usize] = d.program_units.div_ceil(upb).max(1);
@@ -880,20 +1139,22 @@ impl Ftl {
     fn pay_debt(&mut self, die: u32) -> Option<GcWork> {
         let rate = self.debt_rate[die as usize];
         let d = &mut self.debt[die as usize];
-        if d.program_units == 0 && d.read_units == 0 && d.bytes == 0 {
+        if d.program_units == 0 && d.read_units == 0 && d.slc_read_units == 0 && d.bytes == 0 {
             return None;
         }
         let p = d.program_units.min(rate);
-        let (r, b) = if p >= d.program_units {
-            (d.read_units, d.bytes)
+        let (r, sr, b) = if p >= d.program_units {
+            (d.read_units, d.slc_read_units, d.bytes)
         } else {
             (
                 d.read_units * p / d.program_units,
+                d.slc_read_units * p / d.program_units,
                 d.bytes * p / d.program_units,
             )
         };
         d.program_units -= p;
         d.read_units -= r;
+        d.slc_read_units -= sr;
         d.bytes -= b;
         Some(GcWork {
             die,
@@ -901,6 +1162,7 @@ impl Ftl {
             bytes: b,
             program_units: p,
             erases: 0,
+            slc_read_units: sr,
         })
     }
 
@@ -915,7 +1177,8 @@ impl Ftl {
         while self.pools[pool as usize].free.len() < self.cfg.gc_stop_free_blocks as usize
             && budget > 0
         {
-            if !self.collect_one(pool, out) {
+            // No TLC victim (or no room): fold SLC data instead.
+            if !self.collect_one(pool, out) && !self.fold_one(Some(pool), out) {
                 break;
             }
             budget -= 1;
@@ -927,7 +1190,7 @@ impl Ftl {
     fn host_room_on(&self, d: u32) -> bool {
         let o = &self.pools[(d / self.group) as usize].host;
         o.as_ref()
-            .is_some_and(|o| o.next[(d % self.group) as usize] < self.spb)
+            .is_some_and(|o| o.next[(d % self.group) as usize] < o.cap)
     }
 
     /// The die that takes the next host data: the current one if its pool's
@@ -946,7 +1209,7 @@ impl Ftl {
             let open_has_room = self.pools[pool as usize]
                 .host
                 .as_ref()
-                .is_some_and(|o| o.has_room(self.spb));
+                .is_some_and(|o| o.has_room());
             if open_has_room {
                 // Superblock: another member die still has room.
                 let k = d % g;
@@ -962,8 +1225,10 @@ impl Ftl {
                 self.close_unit(full.unit);
                 full.next
             });
+            self.maybe_fold(gc);
             self.maybe_collect(pool, gc);
-            if let Some(o) = self.open_unit(pool, reuse) {
+            let slc = self.slc_may_open();
+            if let Some(o) = self.open_unit(pool, reuse, slc) {
                 self.pools[pool as usize].host = Some(o);
                 return Some(d);
             }
@@ -977,10 +1242,10 @@ impl Ftl {
     /// robin order), whose load then grows by one program. With superblocks
     /// only the dies with room in the open superblock are candidates (all of
     /// them once it is full).
-    fn next_host_die(&self, die: u32, load: &mut DieLoad) -> u32 {
+    fn next_host_die(&self, die: u32, program_ns: u64, load: &mut DieLoad) -> u32 {
         let n = self.geo.dies;
         if let Some(u) = load.until_ns.get_mut(die as usize) {
-            *u += load.program_ns;
+            *u += program_ns;
         }
         let restrict = self.group > 1 && (0..n).any(|d| self.host_room_on(d));
         let eligible = |d: u32| !restrict || self.host_room_on(d);
@@ -1030,13 +1295,14 @@ impl Ftl {
         let mut die_ns = vec![0u64; self.geo.dies as usize];
         let cost = |g: &GcWork| {
             g.read_units * load.unit_read_ns
+                + g.slc_read_units * load.slc_read_ns
                 + g.program_units * load.program_ns
                 + g.erases * load.erase_ns
         };
         let first = out.len();
         for die in 0..self.geo.dies {
             let d = &mut self.debt[die as usize];
-            if d.program_units + d.read_units + d.bytes > 0 {
+            if d.program_units + d.read_units + d.slc_read_units + d.bytes > 0 {
                 out.push(*d);
                 *d = GcWork {
                     die,
@@ -1050,6 +1316,22 @@ impl Ftl {
         self.idle = true;
         let target = self.cfg.idle_gc_free_blocks as usize;
         let mut fits = die_ns.iter().all(|&t| t <= budget_ns);
+        // Background folding: the SLC cache is emptied, oldest first.
+        let fold_idle = self
+            .cfg
+            .slc_cache
+            .as_ref()
+            .is_some_and(|c| c.fold == FoldPolicy::Idle);
+        while fold_idle && fits {
+            let from = out.len();
+            if !self.fold_one(None, out) {
+                break;
+            }
+            for g in &out[from..] {
+                die_ns[g.die as usize] += cost(g);
+            }
+            fits = die_ns.iter().all(|&t| t <= budget_ns);
+        }
         for pool in 0..self.pools.len() as u32 {
             let mut budget = self.geo.blocks_per_die as usize;
             while fits && self.pools[pool as usize].free.len() < target && budget > 0 {
@@ -1099,16 +1381,34 @@ impl Ftl {
                 return Err("ftl: the host frontier has no open unit".into());
             };
             let unit_done = self.put(&mut o, die % self.group, m);
+            let slc = self.units[o.unit as usize].slc;
+            let unit_bytes = u64::from(o.spu) * self.geo.map_unit_bytes;
             self.pools[pool].host = Some(o);
             self.stats.mapped_units += 1;
             self.stats.flash_bytes_written += self.geo.map_unit_bytes;
+            if slc {
+                self.stats.slc_written_bytes += self.geo.map_unit_bytes;
+            }
             if unit_done {
-                fx.unit_dies.push(die);
+                let program_ns = match (&self.cfg.slc_cache, slc) {
+                    (Some(c), true) => c.program_ns,
+                    _ => fx.load.program_ns,
+                };
+                fx.units.push(zns_sim::timing::FtlProgram {
+                    die,
+                    bytes: unit_bytes,
+                    program_ns,
+                });
                 if let Some(slice) = self.pay_debt(die) {
                     fx.gc.push(slice);
                     fx.add_gc_load(fx.gc.len() - 1);
                 }
-                self.host_die = self.next_host_die(die, &mut fx.load);
+                let load_ns = if slc {
+                    fx.load.slc_program_ns
+                } else {
+                    fx.load.program_ns
+                };
+                self.host_die = self.next_host_die(die, load_ns, &mut fx.load);
             }
         }
         Ok(())
@@ -1145,14 +1445,16 @@ impl Ftl {
         out.clear();
         let (first, end) = self.unit_range(off_bytes, len_bytes);
         let mu = self.geo.map_unit_bytes;
-        let spu = u64::from(self.geo.slots_per_unit);
+        let slc_read_ns = self.cfg.slc_cache.as_ref().map_or(0, |c| c.read_ns);
         let mut last: Option<u32> = None;
         for m in first..end {
             let Some(slot) = self.lookup(m) else {
                 last = None;
                 continue;
             };
-            let contiguous = last.is_some_and(|l| l + 1 == slot && u64::from(slot) % spu != 0);
+            let slc = self.slot_is_slc(slot);
+            let spu = self.spu_of(slc);
+            let contiguous = last.is_some_and(|l| l + 1 == slot && slot % spu != 0);
             if contiguous {
                 if let Some(p) = out.last_mut() {
                     p.bytes += mu;
@@ -1163,6 +1465,7 @@ impl Ftl {
                     die,
                     unit_offset_bytes: uo,
                     bytes: mu,
+                    read_ns: if slc { slc_read_ns } else { 0 },
                 });
             }
             last = Some(slot);
@@ -1202,7 +1505,18 @@ impl Ftl {
             ));
         }
         let mut unit_counted = vec![0u32; self.units.len()];
+        let slc_cap = (self.spb / self.geo.slots_per_unit * self.geo.slc_slots_per_unit) as usize;
         for (b, &c) in counted.iter().enumerate() {
+            let slc = self.units[self.unit_of_block(b as u32) as usize].slc;
+            if slc
+                && self.p2l[b]
+                    .as_ref()
+                    .is_some_and(|p| p[slc_cap..].iter().any(|&m| m != NONE))
+            {
+                return Err(format!(
+                    "SLC block {b} holds data beyond its SLC capacity ({slc_cap} slots)"
+                ));
+            }
             // Slots whose P2L names a unit that maps elsewhere would be
             // double references.
             let live = self.p2l[b]
@@ -1244,6 +1558,36 @@ impl Ftl {
             {
                 return Err(format!("pool {p}: a unit in the free list is not free"));
             }
+        }
+        let slc_now = self.units.iter().filter(|u| u.slc).count() as u64;
+        if slc_now != self.slc_units {
+            return Err(format!(
+                "{slc_now} units in SLC mode, counter says {}",
+                self.slc_units
+            ));
+        }
+        let slc_closed = self
+            .units
+            .iter()
+            .filter(|u| u.slc && u.state == BlockState::Closed)
+            .count();
+        if slc_closed != self.slc_closed.len()
+            || self.slc_closed.iter().any(|&u| {
+                let unit = &self.units[u as usize];
+                !unit.slc || unit.state != BlockState::Closed
+            })
+        {
+            return Err(format!(
+                "fold queue holds {} units, {slc_closed} closed SLC units exist",
+                self.slc_closed.len()
+            ));
+        }
+        if self
+            .units
+            .iter()
+            .any(|u| u.slc && u.state == BlockState::Free)
+        {
+            return Err("a free unit is marked SLC".into());
         }
         Ok(())
     }

@@ -57,14 +57,24 @@ impl ConventionalConfig {
     ) -> Result<Option<crate::ftl::FtlGeometry>, String> {
         match &self.ftl {
             None => Ok(None),
-            Some(f) => f
-                .geometry(
+            Some(f) => {
+                if let Some(c) = &f.slc_cache {
+                    if c.bits_per_cell != timing.pages_per_program {
+                        return Err(format!(
+                            "ftl.slc_cache.bits_per_cell = {}: must equal timing.pages_per_program ({}): \
+                             a one-shot program writes one page per bit of the cell",
+                            c.bits_per_cell, timing.pages_per_program
+                        ));
+                    }
+                }
+                f.geometry(
                     timing.total_dies(),
                     timing.program_unit_bytes(),
                     self.capacity_lbas.saturating_mul(u64::from(self.lba_bytes)),
                     self.lba_bytes,
                 )
-                .map(Some),
+                .map(Some)
+            }
         }
     }
 
@@ -182,6 +192,14 @@ const BUILTIN: &[(&str, &str)] = &[
     ("pm1731a", include_str!("../../../profiles/pm1731a.toml")),
     ("tiny", include_str!("../../../profiles/tiny.toml")),
     ("sn540", include_str!("../../../profiles/sn540.toml")),
+    (
+        "sn540-slc",
+        include_str!("../../../profiles/sn540-slc.toml"),
+    ),
+    (
+        "sn540-mini-slc",
+        include_str!("../../../profiles/sn540-mini-slc.toml"),
+    ),
     (
         "sn540-mini",
         include_str!("../../../profiles/sn540-mini.toml"),
@@ -391,5 +409,5 @@ fn check_same_type(key: &str, old: &toml::Value, new: &toml::Value) -> Result<()
 
 /// Optional keys that may be absent from the serialized tree and still be set.
 fn is_optional_key(key: &str) -> bool {
-    matches!(key, "zrwa" | "ftl")
+    matches!(key, "zrwa" | "ftl" | "slc_cache")
 }

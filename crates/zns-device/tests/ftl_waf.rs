@@ -60,6 +60,7 @@ fn config(op_ppm: u64, victim: VictimPolicy) -> FtlConfig {
         allocation: Allocation::default(),
         idle_gc_after_ns: 0,
         idle_gc_free_blocks: 0,
+        slc_cache: None,
     }
 }
 

@@ -94,12 +94,18 @@ pub enum MediaOp {
     /// `program_units` units of the die's GC block. Die time in the host
     /// program class: host reads suspend it at segment boundaries like any
     /// program; host programs queue behind it. Returns when it ends.
+    ///
+    /// Folding of an SLC cache is the same work with SLC sources: it also
+    /// reads `slc_read_units` SLC program units (one page per plane, sensed
+    /// in `slc_read_ns` each).
     GcRelocate {
         ns: u32,
         die: u32,
         read_units: u64,
         bytes: u64,
         program_units: u64,
+        slc_read_units: u64,
+        slc_read_ns: u64,
     },
     /// Block erase on `die` (`erase_ns`, background, host program class).
     Erase { ns: u32, die: u32 },
@@ -113,6 +119,20 @@ pub struct FtlPlace {
     pub die: u32,
     pub unit_offset_bytes: u64,
     pub bytes: u64,
+    /// Array read time (tR) of the piece if the FTL knows it (an SLC-mode
+    /// block: one page per cell, `ftl.slc_cache.read_ns`); 0 = the page
+    /// type given by the offset in a TLC unit.
+    pub read_ns: u64,
+}
+
+/// One program an FTL namespace's write completed (`submit_ftl_write`):
+/// `bytes` of buffered data programmed on `die` in `program_ns` (a TLC
+/// one-shot unit, or a smaller SLC-mode unit with its own program time).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FtlProgram {
+    pub die: u32,
+    pub bytes: u64,
+    pub program_ns: u64,
 }
 
 /// How a namespace maps to flash.
@@ -420,10 +440,13 @@ impl FlashArray {
                 read_units,
                 bytes,
                 program_units,
+                slc_read_units,
+                slc_read_ns,
                 ..
             } => {
                 // Background: no host overhead, nobody waits for it.
-                return self.gc_relocate(now_ns, die, read_units, bytes, program_units);
+                let slc_ns = slc_read_units.saturating_mul(slc_read_ns);
+                return self.gc_relocate(now_ns, die, read_units, slc_ns, bytes, program_units);
             }
             MediaOp::Erase { die, .. } => {
                 let d = (u64::from(die) % self.total_dies) as usize;
@@ -444,8 +467,8 @@ impl FlashArray {
     /// A host write to an FTL namespace (page-mapped, with its own
     /// placement): timed like `MediaOp::ConvWrite` (conventional write
     /// engine, write buffer), but the program units it completes go to the
-    /// dies the FTL's write frontier chose (`unit_dies`, in order), not to
-    /// the model's rotating pointer.
+    /// dies the FTL's write frontier chose (`units`, in order, each with its
+    /// size and program time), not to the model's rotating pointer.
     #[allow(clippy::too_many_arguments)]
     pub fn submit_ftl_write(
         &mut self,
@@ -455,7 +478,7 @@ impl FlashArray {
         lba_offset_bytes: u64,
         bytes: u64,
         fua: bool,
-        unit_dies: &[u32],
+        units: &[FtlProgram],
     ) -> u64 {
         let now_ns = now_ns.min(MAX_SUBMIT_NS);
         let (hs, hc) = self.host_costs(stack);
@@ -466,7 +489,7 @@ impl FlashArray {
             self.ra
                 .overwrite(ns, 0, lba_offset_bytes, end, self.unit_bytes);
         }
-        let d = self.conv_write(t, ns, bytes, fua, Some(unit_dies));
+        let d = self.conv_write(t, ns, bytes, fua, Some(units));
         self.meters[CLASS_WRITE].record(t, d);
         d.saturating_add(hc)
     }
@@ -531,9 +554,13 @@ impl FlashArray {
                 read_units,
                 bytes,
                 program_units,
+                slc_read_units,
+                slc_read_ns,
                 ..
             } => {
                 *read_units = (*read_units).min(1 << 24);
+                *slc_read_units = (*slc_read_units).min(1 << 24);
+                *slc_read_ns = (*slc_read_ns).min(1 << 30);
                 *program_units = (*program_units).min(1 << 24);
                 *bytes = (*bytes).min(1 << 50);
             }
@@ -790,7 +817,7 @@ impl FlashArray {
         ns: u32,
         bytes: u64,
         fua: bool,
-        unit_dies: Option<&[u32]>,
+        ftl_units: Option<&[FtlProgram]>,
     ) -> u64 {
         if self.namespace_kind(ns) != NamespaceKind::Conventional {
             self.declare_namespace(ns, NamespaceKind::Conventional);
@@ -814,18 +841,19 @@ impl FlashArray {
         let new = old.wrapping_add(bytes);
         self.conv_cursor_bytes = new;
         let mut last = adm;
-        if let Some(dies) = unit_dies {
-            // An FTL namespace: its frontier chose the dies.
+        if let Some(units) = ftl_units {
+            // An FTL namespace: its frontier chose the dies (and the mode:
+            // TLC units or smaller SLC units with their own program time).
             // Its units are transferred over the channel in arrival order
             // (an FTL's dies can have long GC queues: a transfer reserved
             // behind one would hold the channel for every other die).
-            for &die in dies.iter().take(MAX_UNITS_PER_COMMAND as usize) {
-                let die = (u64::from(die) % self.total_dies) as usize;
-                let tp = self.profile.program_ns;
+            for u in units.iter().take(MAX_UNITS_PER_COMMAND as usize) {
+                let die = (u64::from(u.die) % self.total_dies) as usize;
+                let ub = u.bytes.min(unit);
                 let ch = (die as u64 % self.n_channels) as usize;
-                let xe = self.channels[ch].program_xfer(adm, self.unit_xfer_ns);
-                let pe = self.dies[die].program(xe, tp, self.seg_ns);
-                self.buffer.release_at(pe, unit);
+                let xe = self.channels[ch].program_xfer(adm, self.ch_rate.ns(ub));
+                let pe = self.dies[die].program(xe, u.program_ns, self.seg_ns);
+                self.buffer.release_at(pe, ub);
                 last = last.max(pe);
             }
         } else if new >= old {
@@ -916,7 +944,15 @@ impl FlashArray {
                 let ce = cs.saturating_add(p.bytes).min(unit);
                 if ce > cs {
                     let die = (u64::from(p.die) % self.total_dies) as usize;
-                    done = done.max(self.flash_read(t0, die, 0, cs, ce));
+                    let e = if p.read_ns > 0 {
+                        // SLC-mode block: one page type, its own tR.
+                        let re = self.dies[die].read(t0, p.read_ns, self.seg_ns);
+                        let ch = (die as u64 % self.n_channels) as usize;
+                        self.channels[ch].read_xfer(re, self.ch_rate.ns(ce - cs))
+                    } else {
+                        self.flash_read(t0, die, 0, cs, ce)
+                    };
+                    done = done.max(e);
                 }
             }
             pos = end;
@@ -1108,6 +1144,7 @@ impl FlashArray {
         t: u64,
         die: u32,
         read_units: u64,
+        slc_read_ns: u64,
         bytes: u64,
         program_units: u64,
     ) -> u64 {
@@ -1115,6 +1152,7 @@ impl FlashArray {
         let unit_read = self.unit_read_ns();
         let dur = read_units
             .saturating_mul(unit_read)
+            .saturating_add(slc_read_ns)
             .saturating_add(program_units.saturating_mul(self.profile.program_ns));
         let ch = (die as u64 % self.n_channels) as usize;
         let xe = self.channels[ch].program_xfer(t, self.ch_rate.ns(bytes.saturating_mul(2)));

@@ -36,5 +36,5 @@ mod flash;
 mod profile;
 mod readahead;
 
-pub use array::{FlashArray, FtlPlace, MediaOp, NamespaceKind};
+pub use array::{FlashArray, FtlPlace, FtlProgram, MediaOp, NamespaceKind};
 pub use profile::{HostStack, TimingProfile, ZrwaMedium};
