@@ -680,7 +680,10 @@ fn zn540_zrwa_writes_cost_write_bandwidth_even_when_overwritten() {
     let mut wb = zn.clone();
     wb.zrwa_medium = ZrwaMedium::WriteBuffer;
     let engine = zrwa_overwrite_mibps(&wb, 64 * KIB, 8);
-    assert!(engine > 1.25 * flash, "write-buffer medium {engine} vs flash {flash}");
+    assert!(
+        engine > 1.25 * flash,
+        "write-buffer medium {engine} vs flash {flash}"
+    );
     // The PM1731a's DRAM medium is unchanged: 26.6 x its 45 MB/s zones.
     let pm = profile("pm1731a");
     let dram = zrwa_overwrite_mibps(&pm, 16 * KIB, 4);
