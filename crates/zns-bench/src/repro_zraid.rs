@@ -80,6 +80,10 @@ pub struct Summary {
     pub f7_gain_le_64k_pct: Option<f64>,
     /// Fig. 7: same at 256 KiB (paper: −0.86 %).
     pub f7_gain_256k_pct: Option<f64>,
+    /// Fig. 7: the largest ZRAID / bound − 1 over the points, in percent
+    /// (≤ 0: ZRAID stays at or below the paper's bounds 3075 / 4100 / 4920
+    /// MB/s; a fraction of a percent above is the measuring window).
+    pub f7_zraid_over_bound_max_pct: Option<f64>,
     /// Fig. 8: mean MB/s per variant over the zone counts.
     pub f8_mean_mb_per_s: Vec<(String, f64)>,
     /// Fig. 8: RAIZN+ < Z+S < Z+S+M < ZRAID at every zone count.
@@ -88,6 +92,8 @@ pub struct Summary {
     pub waf_8k: Vec<(String, f64)>,
     /// Fig. 11: the largest ZRAID / RAIZN+ ratio (paper: up to 3.3×).
     pub f11_max_ratio: Option<f64>,
+    /// Fig. 11: the smallest ZRAID / RAIZN+ ratio.
+    pub f11_min_ratio: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -106,6 +112,15 @@ const F7_SIZES: [u64; 7] = [4, 8, 16, 32, 64, 128, 256];
 const F7_ZONES: [u32; 5] = [1, 4, 7, 10, 12];
 /// The paper's upper bounds for 5 × ZN540 (6150 MB/s raw): ≤ 64 KiB, 128 KiB, 256 KiB.
 pub const UPPER_BOUNDS_MB_PER_S: [(u64, f64); 3] = [(64, 3075.0), (128, 4100.0), (256, 4920.0)];
+
+/// The paper's bound for a request size: that of the smallest listed size
+/// at least as large (`None` above 256 KiB).
+pub fn upper_bound_mb_per_s(bs_bytes: u64) -> Option<f64> {
+    UPPER_BOUNDS_MB_PER_S
+        .iter()
+        .find(|&&(kib, _)| bs_bytes <= kib * KIB)
+        .map(|&(_, b)| b)
+}
 
 fn raid_filename(members: &str, variant: Variant) -> String {
     format!("raid:{members},variant={}", variant.name())
@@ -271,6 +286,11 @@ fn summarize(points: &[Point]) -> Summary {
     };
     s.f7_gain_le_64k_pct = mean(&gains(&|b| b <= 64 * KIB));
     s.f7_gain_256k_pct = mean(&gains(&|b| b == 256 * KIB));
+    s.f7_zraid_over_bound_max_pct = f7
+        .iter()
+        .filter(|p| p.variant == Variant::Zraid.name())
+        .filter_map(|p| Some((p.mb_per_s / upper_bound_mb_per_s(p.bs_bytes)? - 1.0) * 100.0))
+        .reduce(f64::max);
     let f8: Vec<&Point> = points.iter().filter(|p| p.fig == "8").collect();
     if !f8.is_empty() {
         for v in Variant::ALL {
@@ -320,7 +340,8 @@ fn summarize(points: &[Point]) -> Summary {
             (base > 0.0).then(|| p.mb_per_s / base)
         })
         .collect();
-    s.f11_max_ratio = ratios.into_iter().reduce(f64::max);
+    s.f11_max_ratio = ratios.iter().copied().reduce(f64::max);
+    s.f11_min_ratio = ratios.iter().copied().reduce(f64::min);
     s
 }
 
@@ -348,6 +369,13 @@ pub fn summary_text(r: &Report) -> String {
         "Fig. 7 ZRAID vs RAIZN+, bs = 256 KiB (mean)",
         pct(s.f7_gain_256k_pct),
         "-0.86 %"
+    );
+    let _ = writeln!(
+        out,
+        "{:<46} {:>14} {:>14}",
+        "Fig. 7 ZRAID over the 3075/4100/4920 bound (max)",
+        pct(s.f7_zraid_over_bound_max_pct),
+        "<= 0 %"
     );
     for (v, m) in &s.f8_mean_mb_per_s {
         let _ = writeln!(
@@ -387,6 +415,15 @@ pub fn summary_text(r: &Report) -> String {
             "Fig. 11 PM1731a ZRAID / RAIZN+ (max)",
             format!("{x:.2}x"),
             "3.3x"
+        );
+    }
+    if let Some(x) = s.f11_min_ratio {
+        let _ = writeln!(
+            out,
+            "{:<46} {:>14} {:>14}",
+            "Fig. 11 PM1731a ZRAID / RAIZN+ (min)",
+            format!("{x:.2}x"),
+            ""
         );
     }
     for f in &r.files {
@@ -653,4 +690,52 @@ fn write_fig(fig: Fig, points: &[Point], dir: &Path) -> Result<Vec<String>, Stri
         }
     }
     Ok(vec![csv.display().to_string(), png.display().to_string()])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pt(fig: &'static str, v: Variant, bs_kib: u64, zones: u32, mb_per_s: f64) -> Point {
+        Point {
+            fig,
+            variant: v.name(),
+            members: "5xzn540".into(),
+            bs_bytes: bs_kib * KIB,
+            zones,
+            mb_per_s,
+            flash_waf: 0.0,
+            stats: RaidStats::default(),
+        }
+    }
+
+    #[test]
+    fn bounds_by_request_size() {
+        assert_eq!(upper_bound_mb_per_s(4 * KIB), Some(3075.0));
+        assert_eq!(upper_bound_mb_per_s(64 * KIB), Some(3075.0));
+        assert_eq!(upper_bound_mb_per_s(96 * KIB), Some(4100.0));
+        assert_eq!(upper_bound_mb_per_s(256 * KIB), Some(4920.0));
+        assert_eq!(upper_bound_mb_per_s(512 * KIB), None);
+    }
+
+    #[test]
+    fn summary_gains_bound_excess_and_ratios() {
+        let points = vec![
+            pt("7", Variant::RaiznPlus, 8, 4, 2000.0),
+            pt("7", Variant::Zraid, 8, 4, 3000.0),
+            pt("7", Variant::RaiznPlus, 256, 4, 5000.0),
+            pt("7", Variant::Zraid, 256, 4, 4969.2),
+            pt("11", Variant::RaiznPlus, 4, 15, 500.0),
+            pt("11", Variant::Zraid, 4, 15, 2000.0),
+            pt("11", Variant::RaiznPlus, 64, 15, 1000.0),
+            pt("11", Variant::Zraid, 64, 15, 3000.0),
+        ];
+        let s = summarize(&points);
+        assert!((s.f7_gain_le_64k_pct.unwrap() - 50.0).abs() < 1e-9);
+        assert!((s.f7_gain_256k_pct.unwrap() + 0.616).abs() < 1e-9);
+        // 4969.2 / 4920 = +1.0 %, 3000 / 3075 = −2.4 %
+        assert!((s.f7_zraid_over_bound_max_pct.unwrap() - 1.0).abs() < 1e-9);
+        assert_eq!(s.f11_max_ratio, Some(4.0));
+        assert_eq!(s.f11_min_ratio, Some(3.0));
+    }
 }

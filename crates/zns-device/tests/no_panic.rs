@@ -1025,6 +1025,7 @@ fn mutation() -> impl Strategy<Value = Mutation> {
                 Just("\"discard\"".to_string()),
                 Just("\"drop\"".to_string()),
                 Just("\"dram\"".to_string()),
+                Just("\"flash\"".to_string()),
                 Just("\"write-buffer\"".to_string()),
                 Just("\"bogus\"".to_string()),
                 Just("false".to_string()),

@@ -46,7 +46,7 @@ fn profiles_deserialize_validate_and_round_trip() {
     let zn = profile("zn540");
     assert_eq!(zn.total_dies(), 32);
     assert_eq!(zn.program_unit_bytes(), 96 * KIB);
-    assert_eq!(zn.zrwa_medium, ZrwaMedium::WriteBuffer);
+    assert_eq!(zn.zrwa_medium, ZrwaMedium::Flash);
     assert_eq!(zn.zone_size_bytes, 2048 * MIB);
     assert_eq!(zn.zone_capacity_bytes, 275_712 * 4 * KIB);
     // same controller and flash, another namespace layout
@@ -90,10 +90,17 @@ fn validation_names_the_field() {
         ),
         ("program_ns", Box::new(|p| p.program_ns = 0)),
         (
-            "zrwa_dram_mibps",
+            "zrwa_medium_mibps",
             Box::new(|p| {
                 p.zrwa_medium = ZrwaMedium::Dram;
-                p.zrwa_dram_mibps = 0;
+                p.zrwa_medium_mibps = 0;
+            }),
+        ),
+        (
+            "zrwa_medium_mibps",
+            Box::new(|p| {
+                p.zrwa_medium = ZrwaMedium::Flash;
+                p.zrwa_medium_mibps = 0;
             }),
         ),
         ("flush_ns", Box::new(|p| p.flush_ns = u64::MAX)),
@@ -614,6 +621,74 @@ fn zrwa_paths() {
             f - c
         );
     }
+}
+
+/// MiB/s of `bs`-byte ZRWA writes that stay inside the window of zone 4
+/// (in-place overwrites that never commit), `qd` outstanding, measured over
+/// [20 ms, 120 ms).
+fn zrwa_overwrite_mibps(p: &TimingProfile, bs: u64, qd: usize) -> f64 {
+    let mut fa = FlashArray::new(p).unwrap();
+    let mut t = vec![0u64; qd];
+    let mut bytes = 0u64;
+    let mut k = 0u64;
+    loop {
+        let (j, &tj) = t.iter().enumerate().min_by_key(|e| *e.1).unwrap();
+        if tj >= 120 * MS {
+            break;
+        }
+        let w = MediaOp::Write {
+            ns: 1,
+            zone: 4,
+            zone_offset_bytes: (k % 4) * bs,
+            bytes: bs,
+            implicit_open: false,
+            zrwa: true,
+            fua: false,
+        };
+        k += 1;
+        t[j] = fa.submit(tj, HostStack::Spdk, &w);
+        if tj >= 20 * MS {
+            bytes += bs;
+        }
+    }
+    bytes as f64 / MIB as f64 / 0.1
+}
+
+#[test]
+fn zn540_zrwa_writes_cost_write_bandwidth_even_when_overwritten() {
+    let zn = profile("zn540");
+    // QD1: a ZRWA write is acknowledged from the write buffer, like a normal write
+    let mut fa = FlashArray::new(&zn).unwrap();
+    let normal = fa.submit(0, HostStack::Spdk, &write(0, 0, 4 * KIB));
+    let mut fa = FlashArray::new(&zn).unwrap();
+    let w = MediaOp::Write {
+        ns: 1,
+        zone: 0,
+        zone_offset_bytes: 0,
+        bytes: 4 * KIB,
+        implicit_open: false,
+        zrwa: true,
+        fua: false,
+    };
+    let z = fa.submit(0, HostStack::Spdk, &w);
+    assert!(z.abs_diff(normal) <= 2 * zn.io_jitter_ns, "{z} vs {normal}");
+    // Sustained overwrites inside the window program nothing, yet they run at
+    // the medium's rate (the device's write rate), not at the engine's.
+    let flash = zrwa_overwrite_mibps(&zn, 64 * KIB, 8);
+    let rate = zn.zrwa_medium_mibps as f64;
+    assert!((flash - rate).abs() < 0.03 * rate, "{flash} MiB/s");
+    let mut wb = zn.clone();
+    wb.zrwa_medium = ZrwaMedium::WriteBuffer;
+    let engine = zrwa_overwrite_mibps(&wb, 64 * KIB, 8);
+    assert!(
+        engine > 1.25 * flash,
+        "write-buffer medium {engine} vs flash {flash}"
+    );
+    // The PM1731a's DRAM medium is unchanged: 26.6 x its 45 MB/s zones.
+    let pm = profile("pm1731a");
+    let dram = zrwa_overwrite_mibps(&pm, 16 * KIB, 4);
+    let rate = pm.zrwa_medium_mibps as f64;
+    assert!((dram - rate).abs() < 0.03 * rate, "{dram} MiB/s");
 }
 
 #[test]

@@ -249,7 +249,7 @@ impl FlashArray {
             host,
             ch_rate,
             conv_rate: Rate::from_mibps(p.conv_write_mibps),
-            zrwa_rate: Rate::from_mibps(p.zrwa_dram_mibps.max(1)),
+            zrwa_rate: Rate::from_mibps(p.zrwa_medium_mibps.max(1)),
             fe_free: 0,
             eng_starts: [0; 64],
             eng_pos: 0,
@@ -762,13 +762,31 @@ impl FlashArray {
                     self.zrwa_free = zs + self.zrwa_rate.ns(bytes);
                     self.zrwa_free
                 }
+                ZrwaMedium::Flash => {
+                    // Admitted into the write buffer like a normal write (and
+                    // acknowledged there); the bytes leave the buffer when the
+                    // serial ZRWA medium has written them. Sustained ZRWA
+                    // traffic above the medium's rate fills the buffer and
+                    // stalls the write path, as programs do.
+                    let adm = self.buffer.admit(ee, bytes, true);
+                    self.write_eng_free = adm;
+                    let zs = adm.max(self.zrwa_free);
+                    self.zrwa_free = zs + self.zrwa_rate.ns(bytes);
+                    self.buffer.release_at(self.zrwa_free, bytes);
+                    adm
+                }
             };
             let mut d = self.jitter(ready + complete);
-            if fua
-                && !self.profile.write_buffer_power_loss_protected
-                && medium == ZrwaMedium::WriteBuffer
-            {
-                d = d.max(ready + self.unit_xfer_ns + self.profile.program_ns);
+            if fua && !self.profile.write_buffer_power_loss_protected {
+                // FUA without power-loss protection: the data must be on the
+                // non-volatile medium.
+                match medium {
+                    ZrwaMedium::WriteBuffer => {
+                        d = d.max(ready + self.unit_xfer_ns + self.profile.program_ns);
+                    }
+                    ZrwaMedium::Flash => d = d.max(self.zrwa_free + complete),
+                    ZrwaMedium::Dram => {}
+                }
             }
             return d;
         }

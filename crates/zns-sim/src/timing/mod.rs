@@ -10,7 +10,8 @@
 //! * host stack: per-request submission and completion cost ([`HostStack`]);
 //! * front end: one serial FIFO for every command of every namespace;
 //! * engines (serial): write, append (separate and slower), conventional read,
-//!   conventional write, ZRWA DRAM medium, reset;
+//!   conventional write, ZRWA medium (`dram` or `flash`: every ZRWA write
+//!   crosses it at `zrwa_medium_mibps`), reset;
 //! * write buffer: a write completes once its data is admitted; a full buffer
 //!   stalls the write engine and, through it, the front end (head-of-line
 //!   blocking: reads queue behind stalled writes);

@@ -59,9 +59,24 @@ pub enum ZrwaMedium {
     /// the data is committed.
     WriteBuffer,
     /// A separate battery-backed DRAM area (PM1731a): a ZRWA write is a
-    /// transfer at `zrwa_dram_mibps` on its own serial medium; the flash
-    /// program happens when the data is committed.
+    /// transfer at `zrwa_medium_mibps` on its own serial medium and completes
+    /// when the transfer ends; the flash program happens when the data is
+    /// committed.
     Dram,
+    /// A separate non-volatile store that absorbs writes at the device's
+    /// write rate (ZN540: SLC flash or a path rate-limited like it). A ZRWA
+    /// write enters the write buffer like a normal write and leaves it when
+    /// the serial medium (`zrwa_medium_mibps`) has taken it, so every ZRWA
+    /// write, later overwritten or not, costs that bandwidth; committed data
+    /// is programmed to the zone's flash as well.
+    Flash,
+}
+
+impl ZrwaMedium {
+    /// Whether a ZRWA write crosses a serial medium at `zrwa_medium_mibps`.
+    pub fn is_rate_limited(self) -> bool {
+        matches!(self, ZrwaMedium::Dram | ZrwaMedium::Flash)
+    }
 }
 
 /// Timing parameters of one emulated controller and its flash.
@@ -220,8 +235,10 @@ pub struct TimingProfile {
     // ------------------------------------------------------------------- ZRWA
     /// Backing medium of the ZRWA.
     pub zrwa_medium: ZrwaMedium,
-    /// Transfer rate of the ZRWA medium when it is `dram`.
-    pub zrwa_dram_mibps: u64,
+    /// Write rate of the ZRWA medium when it is `dram` or `flash` (unused
+    /// with `write-buffer`). Accepted under its former name `zrwa_dram_mibps`.
+    #[serde(alias = "zrwa_dram_mibps")]
+    pub zrwa_medium_mibps: u64,
     /// Explicit ZRWA flush command (device part).
     pub zrwa_flush_ns: u64,
 
@@ -319,8 +336,8 @@ impl TimingProfile {
             "reset_interference_window_ns",
             self.reset_interference_window_ns,
         )?;
-        if self.zrwa_medium == ZrwaMedium::Dram {
-            nonzero("zrwa_dram_mibps", self.zrwa_dram_mibps)?;
+        if self.zrwa_medium.is_rate_limited() {
+            nonzero("zrwa_medium_mibps", self.zrwa_medium_mibps)?;
         }
         if self.readahead_streams > 16 {
             return Err(format!(
@@ -424,7 +441,7 @@ impl TimingProfile {
         for (name, v) in [
             ("channel_mibps", self.channel_mibps),
             ("conv_write_mibps", self.conv_write_mibps),
-            ("zrwa_dram_mibps", self.zrwa_dram_mibps),
+            ("zrwa_medium_mibps", self.zrwa_medium_mibps),
             ("readahead_hit_mibps", self.readahead_hit_mibps),
             ("host_link_read_mibps", self.host_link_read_mibps),
         ] {
