@@ -158,7 +158,11 @@ pub(crate) struct ZoneRt {
     pub inflight: u32,
     pub old_inflight: u32,
     pub wplog_idx: u64,
+    /// A WP-log entry of this generation says "complete up to" this much.
     pub logged_end: u64,
+    /// Progress of the zone's first chunk is on the media twice (a WP-log
+    /// entry, or a progress past the first chunk): the member write pointers
+    /// alone encode one chunk on a single member (`Layout::targets`).
     pub first_chunk_logged: bool,
 }
 
@@ -197,15 +201,17 @@ impl ZoneRt {
         self.old_inflight = old;
     }
 
-    /// Sets `d` as the completed, submitted and applied prefix (recovery).
-    pub fn set_progress(&mut self, d: u64) {
+    /// Sets `d` as the completed, submitted and applied prefix (recovery):
+    /// the media already say `d`. Below one chunk the first chunk still
+    /// needs its WP-log entry when it completes.
+    pub fn set_progress(&mut self, d: u64, chunk_lbas: u64) {
         self.submit_end = d;
         self.frontier = d;
         self.applied = d;
         self.done_base = d;
         self.done.clear();
         self.logged_end = d;
-        self.first_chunk_logged = true;
+        self.first_chunk_logged = d >= chunk_lbas;
     }
 
     fn mark(&mut self, a: u64, b: u64) {
@@ -1020,14 +1026,18 @@ async fn manage(inner: &Rc<Inner>, zone: u32, gen: u64) -> Result<(), NvmeError>
         if inner.opts.variant.zrwa_zones() {
             // first chunk of the zone: no previous member to carry step 2
             let first = {
-                let st = inner.st.borrow();
-                let z = &st.z[zone as usize];
-                inner.opts.policy != Policy::Stripe
+                let mut st = inner.st.borrow_mut();
+                let z = &mut st.z[zone as usize];
+                if z.gen != gen {
+                    return Err(aborted());
+                }
+                let first = inner.opts.policy != Policy::Stripe
                     && !z.first_chunk_logged
-                    && d / l.chunk_lbas == 1
+                    && d / l.chunk_lbas == 1;
+                z.first_chunk_logged |= first;
+                first
             };
             if first {
-                inner.st.borrow_mut().z[zone as usize].first_chunk_logged = true;
                 log_wp(inner, zone, gen, d).await?;
             }
             let (t, pair) = l.targets(zone, d, inner.opts.policy);
@@ -1073,7 +1083,12 @@ async fn finish_members(inner: &Rc<Inner>, zone: u32, gen: u64) -> Result<(), Nv
             continue;
         }
         let cap = inner.layout.member_zone_cap;
-        inner.st.borrow_mut().z[zone as usize].member_wp[dev as usize] = cap;
+        let mut st = inner.st.borrow_mut();
+        let z = &mut st.z[zone as usize];
+        if z.gen != gen {
+            return Err(aborted());
+        }
+        z.member_wp[dev as usize] = cap;
     }
     Ok(())
 }
@@ -1161,6 +1176,11 @@ pub(crate) async fn log_wp(
     res?;
     let mut st = inner.st.borrow_mut();
     let z = &mut st.z[zone as usize];
+    // the zone may have been reset while the entries were written: they
+    // belong to the old generation and say nothing about the new one
+    if z.gen != gen {
+        return Err(aborted());
+    }
     z.logged_end = z.logged_end.max(end);
     Ok(())
 }

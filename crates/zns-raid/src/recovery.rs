@@ -821,7 +821,7 @@ async fn recover_zone(
         let mut st = inner.st.borrow_mut();
         let z = &mut st.z[zone as usize];
         z.ready = true;
-        z.set_progress(end);
+        z.set_progress(end, l.chunk_lbas);
         return Ok(if end >= cap {
             record(ZoneState::Full, cap, false)
         } else {
@@ -854,7 +854,7 @@ async fn recover_zone(
         let mut st = inner.st.borrow_mut();
         let z = &mut st.z[zone as usize];
         z.ready = true;
-        z.set_progress(d);
+        z.set_progress(d, l.chunk_lbas);
     }
     if d < cap {
         reload_stripe(inner, zone, d, zm).await?;
