@@ -138,9 +138,15 @@ pub(crate) struct ZoneRt {
     /// A reset or finish is being applied to the members.
     pub busy: bool,
     pub submit_end: u64,
-    /// Stripe buffer: data of stripe `buf_stripe` (empty = none).
+    /// Stripe buffer: the data of stripe `buf_stripe` written so far (its
+    /// length is the stripe's filled prefix; the allocation is reused from
+    /// stripe to stripe).
     pub buf_stripe: u64,
     pub buf: Vec<u8>,
+    /// Running parity of the stripe buffer (one chunk): at in-chunk block x,
+    /// the XOR of every chunk of the stripe written at x (defined where chunk 0
+    /// is). Partial and full parity are read from it.
+    pub par: Vec<u8>,
     /// In-chunk blocks of the last data chunk's parity written in place.
     pub par_prefix: u64,
     /// Completion bitmap: bit i = block `done_base + i` completed.
@@ -176,6 +182,7 @@ impl ZoneRt {
             submit_end: 0,
             buf_stripe: 0,
             buf: Vec::new(),
+            par: Vec::new(),
             par_prefix: 0,
             done_base: 0,
             done: VecDeque::new(),
@@ -212,6 +219,62 @@ impl ZoneRt {
         self.done.clear();
         self.logged_end = d;
         self.first_chunk_logged = d >= chunk_lbas;
+    }
+
+    /// Starts the stripe buffer of stripe `s` (empty), keeping its allocation.
+    pub fn start_stripe(&mut self, s: u64) {
+        self.buf.clear();
+        self.buf_stripe = s;
+        self.par_prefix = 0;
+    }
+
+    /// Appends `data` at the end of the stripe buffer and folds it into the
+    /// running parity (chunks of `chunk_bytes`).
+    fn absorb(&mut self, chunk_bytes: usize, data: &[u8]) {
+        let mut at = self.buf.len();
+        self.buf.extend_from_slice(data);
+        if self.par.len() != chunk_bytes {
+            self.par = vec![0u8; chunk_bytes];
+        }
+        let mut src = data;
+        while !src.is_empty() {
+            let in_chunk = at % chunk_bytes;
+            let n = (chunk_bytes - in_chunk).min(src.len());
+            let dst = &mut self.par[in_chunk..in_chunk + n];
+            if at < chunk_bytes {
+                dst.copy_from_slice(&src[..n]);
+            } else {
+                xor_into(dst, &src[..n]);
+            }
+            at += n;
+            src = &src[n..];
+        }
+    }
+
+    /// Recomputes the running parity from the stripe buffer (after a reload).
+    pub fn recompute_parity(&mut self, chunk_bytes: usize) {
+        self.par.clear();
+        self.par.resize(chunk_bytes, 0);
+        for chunk in self.buf.chunks(chunk_bytes) {
+            xor_into(&mut self.par, chunk);
+        }
+    }
+
+    /// Partial parity "XOR of data chunks 0..=m" of the buffered stripe at
+    /// in-chunk blocks [x, y): the running parity, minus the chunks after m
+    /// that the buffer already holds there.
+    fn parity_through(&self, lba_bytes: usize, chunk_lbas: u64, m: u32, x: u64, y: u64) -> Vec<u8> {
+        let cb = chunk_lbas as usize * lba_bytes;
+        let (xb, yb) = (x as usize * lba_bytes, y as usize * lba_bytes);
+        let mut out = self.par[xb..yb].to_vec();
+        let mut i = m as usize + 1;
+        while i * cb + xb < self.buf.len() {
+            let from = i * cb + xb;
+            let to = (i * cb + yb).min(self.buf.len());
+            xor_into(&mut out, &self.buf[from..to]);
+            i += 1;
+        }
+        out
     }
 
     fn mark(&mut self, a: u64, b: u64) {
@@ -418,19 +481,6 @@ impl Inner {
         Ok(())
     }
 
-    /// XOR of data chunks `0..=m` of the stripe buffer at in-chunk blocks [x, y).
-    fn xor_through(&self, buf: &[u8], m: u32, x: u64, y: u64) -> Vec<u8> {
-        let b = self.lba_bytes();
-        let c = self.layout.chunk_lbas as usize;
-        let mut out = vec![0u8; (y - x) as usize * b];
-        for i in 0..=m as usize {
-            let from = (i * c + x as usize) * b;
-            let len = out.len();
-            xor_into(&mut out, &buf[from..from + len]);
-        }
-        out
-    }
-
     fn next_seq(&self) -> u64 {
         let mut st = self.st.borrow_mut();
         st.seq += 1;
@@ -454,14 +504,18 @@ impl Inner {
             let e = end.min((s + 1) * sl);
             let mut ios = Vec::new();
             let z = &mut st.z[zone as usize];
-            if z.buf.is_empty() || z.buf_stripe != s {
-                z.buf = vec![0u8; sl as usize * b];
-                z.buf_stripe = s;
-                z.par_prefix = 0;
+            if z.buf_stripe != s {
+                z.start_stripe(s);
             }
             let rel = ((a - s * sl) as usize) * b;
+            if rel != z.buf.len() {
+                // not at the buffer's end (cannot happen for writes at the
+                // write pointer): realign and recompute the parity
+                z.buf.resize(rel, 0);
+                z.recompute_parity(c as usize * b);
+            }
             let src = &data[((a - off) as usize) * b..((e - off) as usize) * b];
-            z.buf[rel..rel + src.len()].copy_from_slice(src);
+            z.absorb(c as usize * b, src);
             // data sub-I/Os, one per chunk portion
             let mut x = a;
             while x < e {
@@ -481,7 +535,7 @@ impl Inner {
             if e == (s + 1) * sl {
                 // full parity (what is not already written in place)
                 let p0 = z.par_prefix;
-                let fp = self.xor_through(&z.buf, nd - 1, p0, c);
+                let fp = z.parity_through(b, c, nd - 1, p0, c);
                 ios.push(SubIo::Write {
                     dev: l.parity_dev(zone, s),
                     off: l.member_off(s, p0),
@@ -489,9 +543,7 @@ impl Inner {
                     gate: Gate::Row(s),
                 });
                 st.stats.parity_blocks += c - p0;
-                z.buf = Vec::new();
-                z.buf_stripe = s + 1;
-                z.par_prefix = 0;
+                z.start_stripe(s + 1);
             } else {
                 // the write ends inside stripe s: partial parity
                 let sa = l.locate(a);
@@ -508,7 +560,7 @@ impl Inner {
                     if self.opts.variant.pp_log_zone() {
                         // RAIZN: every PP is appended to the PP log zone of
                         // the stripe's parity member (permanent)
-                        let pp = self.xor_through(&z.buf, m, x0, y0);
+                        let pp = z.parity_through(b, c, m, x0, y0);
                         st.seq += 1;
                         ios.push(SubIo::PpLog {
                             dev: l.parity_dev(zone, s),
@@ -527,7 +579,7 @@ impl Inner {
                     if m == nd - 1 {
                         // last data chunk: its partial parity goes in place
                         let x0 = x0.min(z.par_prefix);
-                        let pp = self.xor_through(&z.buf, m, x0, y0);
+                        let pp = z.parity_through(b, c, m, x0, y0);
                         ios.push(SubIo::Write {
                             dev: l.parity_dev(zone, s),
                             off: l.member_off(s, x0),
@@ -538,7 +590,7 @@ impl Inner {
                         st.stats.parity_blocks += y0 - x0;
                         continue;
                     }
-                    let pp = self.xor_through(&z.buf, m, x0, y0);
+                    let pp = z.parity_through(b, c, m, x0, y0);
                     match l.slot_row(s) {
                         Some(row) => {
                             ios.push(SubIo::Write {
@@ -579,17 +631,11 @@ impl Inner {
     }
 }
 
+/// `dst ^= src` over their common length (a plain byte loop: the compiler
+/// vectorizes it).
 pub(crate) fn xor_into(dst: &mut [u8], src: &[u8]) {
     let n = dst.len().min(src.len());
-    let (dst, src) = (&mut dst[..n], &src[..n]);
-    let mut d8 = dst.chunks_exact_mut(8);
-    let mut s8 = src.chunks_exact(8);
-    for (d, s) in (&mut d8).zip(&mut s8) {
-        let x = u64::from_ne_bytes(d[..8].try_into().expect("8 bytes"))
-            ^ u64::from_ne_bytes(s[..8].try_into().expect("8 bytes"));
-        d.copy_from_slice(&x.to_ne_bytes());
-    }
-    for (d, s) in d8.into_remainder().iter_mut().zip(s8.remainder()) {
+    for (d, s) in dst[..n].iter_mut().zip(&src[..n]) {
         *d ^= *s;
     }
 }
@@ -831,7 +877,7 @@ fn partial_stripes_on(inner: &Inner, dev: u32) -> Vec<Record> {
             continue;
         }
         seq += 1;
-        let bytes = filled as usize * inner.lba_bytes();
+        let bytes = (filled as usize * inner.lba_bytes()).min(z.buf.len());
         out.push(Record {
             kind: RecordKind::Pp,
             array_id: inner.array_id.get(),
@@ -1449,9 +1495,9 @@ impl RaidArray {
         {
             let st = inner.st.borrow();
             let z = &st.z[zone as usize];
-            if !z.buf.is_empty() && z.buf_stripe == stripe {
-                let idx = l.seq_of(zone, stripe, dev) as usize;
-                let from = (idx * l.chunk_lbas as usize + o as usize) * b;
+            let idx = l.seq_of(zone, stripe, dev) as usize;
+            let from = (idx * l.chunk_lbas as usize + o as usize) * b;
+            if z.buf_stripe == stripe && from + dst.len() <= z.buf.len() {
                 dst.copy_from_slice(&z.buf[from..from + dst.len()]);
                 return Ok(());
             }

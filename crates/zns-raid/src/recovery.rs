@@ -592,7 +592,7 @@ impl RaidArray {
                 }
             }
             // the partial stripe, from the stripe buffer
-            let have_buf = !buf.is_empty() && buf_stripe == s_full && r > 0;
+            let have_buf = buf_stripe == s_full && r > 0 && buf.len() >= (r as usize) * b;
             if have_buf {
                 let j = (r / c) as u32;
                 let e = r % c;
@@ -943,10 +943,7 @@ async fn reload_stripe(inner: &Rc<Inner>, zone: u32, d: u64, zm: &ZoneMd) -> Res
     let s = d / sl;
     let r = d - s * sl;
     if r == 0 {
-        let mut st = inner.st.borrow_mut();
-        let z = &mut st.z[zone as usize];
-        z.buf = Vec::new();
-        z.buf_stripe = s;
+        inner.st.borrow_mut().z[zone as usize].start_stripe(s);
         return Ok(());
     }
     let zstart = inner.mzone_start(zone);
@@ -999,8 +996,10 @@ async fn reload_stripe(inner: &Rc<Inner>, zone: u32, d: u64, zm: &ZoneMd) -> Res
     }
     let mut st = inner.st.borrow_mut();
     let z = &mut st.z[zone as usize];
+    z.start_stripe(s);
     z.buf = buf;
-    z.buf_stripe = s;
+    z.buf.truncate(r as usize * b);
+    z.recompute_parity(c as usize * b);
     z.par_prefix = if j == nd - 1 { e } else { 0 };
     Ok(())
 }
