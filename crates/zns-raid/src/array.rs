@@ -717,9 +717,11 @@ pub(crate) async fn run_subio(
     fua: bool,
     shared: &[u8],
 ) -> Result<(), NvmeError> {
+    // the log appends are rare and their futures large: boxed, so the
+    // common sub-I/O's future stays small (it is moved into a box per sub-I/O)
     match io {
-        SubIo::Md { dev, rec } => md_append(inner, dev, rec).await,
-        SubIo::PpLog { dev, rec } => pp_append(inner, dev, rec).await,
+        SubIo::Md { dev, rec } => Box::pin(md_append(inner, dev, rec)).await,
+        SubIo::PpLog { dev, rec } => Box::pin(pp_append(inner, dev, rec)).await,
         SubIo::Write {
             dev,
             off,
@@ -1494,9 +1496,13 @@ impl RaidArray {
         ));
         task.await?;
         if fua && inner.opts.policy == Policy::WpLog {
-            wait_frontier(inner, zone, gen, off + nlb).await?;
-            let d = inner.st.borrow().z[zone as usize].frontier;
-            log_wp(inner, zone, gen, d).await?;
+            // boxed: keeps the common write's future small
+            Box::pin(async {
+                wait_frontier(inner, zone, gen, off + nlb).await?;
+                let d = inner.st.borrow().z[zone as usize].frontier;
+                log_wp(inner, zone, gen, d).await
+            })
+            .await?;
         }
         Ok(inner.logical_zone_start(zone) + off)
     }
@@ -1827,9 +1833,12 @@ async fn run_pieces(
         }
         res
     };
+    // per write (ZRAID's completion handler): every piece is completed once
+    // the last sub-I/O of the write is
+    let per_write = inner.opts.progress_per_write;
     let mut res = Ok(());
     for (i, l) in left.iter().enumerate() {
-        if l.0 == 0 {
+        if l.0 == 0 && !per_write {
             if let Err(e) = finish_piece(i, Ok(())) {
                 res = Err(e);
             }
@@ -1844,7 +1853,7 @@ async fn run_pieces(
                     l.1 = Err(e);
                 }
                 l.0 -= 1;
-                if l.0 == 0 {
+                if l.0 == 0 && !per_write {
                     if let Err(e) = finish_piece(*i, l.1) {
                         res = Err(e);
                     }
@@ -1859,6 +1868,13 @@ async fn run_pieces(
         }
     })
     .await;
+    if per_write {
+        for (i, l) in left.iter().enumerate() {
+            if let Err(e) = finish_piece(i, l.1) {
+                res = Err(e);
+            }
+        }
+    }
     drop(futs);
     inner.put_buf(data);
     res
