@@ -3,9 +3,11 @@
 //!
 //! Write path. A logical write is accepted by a `ZoneSet` for the logical
 //! namespace (so the logical device has exact ZNS semantics) and split into
-//! per-stripe pieces. The data goes into the zone's stripe buffer (one buffer,
-//! for the stripe at the submission write pointer: no ring, no aliasing);
-//! a piece that completes its stripe carries the full parity (FP); the last
+//! per-stripe pieces. The data is folded into the zone's running parity (one
+//! chunk, for the stripe at the submission write pointer: no ring, no
+//! aliasing; ZRAID keeps no copy of the partial stripe, which the media and
+//! its PP hold); a piece that completes its stripe carries the full parity
+//! (FP); the last
 //! piece of a write that ends inside a stripe carries its partial parity (PP):
 //! XOR of the stripe's data chunks so far, written by Rule 1 into the PP slot
 //! H rows ahead on the member of the next chunk — up to two PPs when a write
@@ -18,7 +20,8 @@
 //! Every member sub-I/O waits (gating) until (1) its end is inside the member's
 //! ZRWA window, so no implicit flush ever happens, and (2) for data and parity
 //! at row r, every stripe up to r − H has been completed and its write
-//! pointers advanced, so the PP slot being overwritten is dead. A piece
+//! pointers advanced, so the PP slot being overwritten is dead. A logical
+//! write is one runtime task that polls its sub-I/Os in place. A piece
 //! completes when all its sub-I/Os have; a per-zone completion bitmap turns
 //! piece completions into the completed prefix D. The ZRWA manager (one task
 //! per zone, run on demand) advances member write pointers to the targets
