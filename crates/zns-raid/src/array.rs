@@ -3,9 +3,11 @@
 //!
 //! Write path. A logical write is accepted by a `ZoneSet` for the logical
 //! namespace (so the logical device has exact ZNS semantics) and split into
-//! per-stripe pieces. The data goes into the zone's stripe buffer (one buffer,
-//! for the stripe at the submission write pointer: no ring, no aliasing);
-//! a piece that completes its stripe carries the full parity (FP); the last
+//! per-stripe pieces. The data is folded into the zone's running parity (one
+//! chunk, for the stripe at the submission write pointer: no ring, no
+//! aliasing; ZRAID keeps no copy of the partial stripe, which the media and
+//! its PP hold); a piece that completes its stripe carries the full parity
+//! (FP); the last
 //! piece of a write that ends inside a stripe carries its partial parity (PP):
 //! XOR of the stripe's data chunks so far, written by Rule 1 into the PP slot
 //! H rows ahead on the member of the next chunk — up to two PPs when a write
@@ -18,7 +20,8 @@
 //! Every member sub-I/O waits (gating) until (1) its end is inside the member's
 //! ZRWA window, so no implicit flush ever happens, and (2) for data and parity
 //! at row r, every stripe up to r − H has been completed and its write
-//! pointers advanced, so the PP slot being overwritten is dead. A piece
+//! pointers advanced, so the PP slot being overwritten is dead. A logical
+//! write is one runtime task that polls its sub-I/Os in place. A piece
 //! completes when all its sub-I/Os have; a per-zone completion bitmap turns
 //! piece completions into the completed prefix D. The ZRWA manager (one task
 //! per zone, run on demand) advances member write pointers to the targets
@@ -111,6 +114,14 @@ pub(crate) enum SubIo {
         data: Vec<u8>,
         gate: Gate,
     },
+    /// Host data: bytes `range` of the logical write's data (which the write's
+    /// task holds: no copy per sub-I/O).
+    Data {
+        dev: u32,
+        off: u64,
+        range: std::ops::Range<usize>,
+        gate: Gate,
+    },
     Md {
         dev: u32,
         rec: Record,
@@ -138,9 +149,19 @@ pub(crate) struct ZoneRt {
     /// A reset or finish is being applied to the members.
     pub busy: bool,
     pub submit_end: u64,
-    /// Stripe buffer: data of stripe `buf_stripe` (empty = none).
+    /// The stripe at the submission write pointer and how many of its blocks
+    /// are submitted.
     pub buf_stripe: u64,
+    pub filled: u64,
+    /// Stripe buffer: the data of stripe `buf_stripe` submitted so far, kept
+    /// only by the variants whose PP log GC re-appends it (RAIZN and the
+    /// ablation steps). ZRAID keeps no copy: its partial stripe is on the
+    /// media, recoverable from the PP (`recovery::partial_stripe_data`).
     pub buf: Vec<u8>,
+    /// Running parity of the stripe buffer (one chunk): at in-chunk block x,
+    /// the XOR of every chunk of the stripe written at x (defined where chunk 0
+    /// is). Partial and full parity are read from it.
+    pub par: Vec<u8>,
     /// In-chunk blocks of the last data chunk's parity written in place.
     pub par_prefix: u64,
     /// Completion bitmap: bit i = block `done_base + i` completed.
@@ -158,7 +179,11 @@ pub(crate) struct ZoneRt {
     pub inflight: u32,
     pub old_inflight: u32,
     pub wplog_idx: u64,
+    /// A WP-log entry of this generation says "complete up to" this much.
     pub logged_end: u64,
+    /// Progress of the zone's first chunk is on the media twice (a WP-log
+    /// entry, or a progress past the first chunk): the member write pointers
+    /// alone encode one chunk on a single member (`Layout::targets`).
     pub first_chunk_logged: bool,
 }
 
@@ -171,7 +196,9 @@ impl ZoneRt {
             busy: false,
             submit_end: 0,
             buf_stripe: 0,
+            filled: 0,
             buf: Vec::new(),
+            par: Vec::new(),
             par_prefix: 0,
             done_base: 0,
             done: VecDeque::new(),
@@ -197,15 +224,99 @@ impl ZoneRt {
         self.old_inflight = old;
     }
 
-    /// Sets `d` as the completed, submitted and applied prefix (recovery).
-    pub fn set_progress(&mut self, d: u64) {
+    /// Sets `d` as the completed, submitted and applied prefix (recovery):
+    /// the media already say `d`. Below one chunk the first chunk still
+    /// needs its WP-log entry when it completes.
+    pub fn set_progress(&mut self, d: u64, chunk_lbas: u64) {
         self.submit_end = d;
         self.frontier = d;
         self.applied = d;
         self.done_base = d;
         self.done.clear();
         self.logged_end = d;
-        self.first_chunk_logged = true;
+        self.first_chunk_logged = d >= chunk_lbas;
+    }
+
+    /// Starts stripe `s` (nothing of it submitted), keeping the allocations.
+    pub fn start_stripe(&mut self, s: u64) {
+        self.buf.clear();
+        self.buf_stripe = s;
+        self.filled = 0;
+        self.par_prefix = 0;
+    }
+
+    /// Folds `data` (the next blocks of the stripe) into the running parity,
+    /// and into the stripe buffer when `keep`.
+    fn absorb(&mut self, lba_bytes: usize, chunk_bytes: usize, data: &[u8], keep: bool) {
+        let mut at = self.filled as usize * lba_bytes;
+        if keep {
+            self.buf.extend_from_slice(data);
+        }
+        self.filled += (data.len() / lba_bytes) as u64;
+        if self.par.len() != chunk_bytes {
+            self.par = vec![0u8; chunk_bytes];
+        }
+        let mut src = data;
+        while !src.is_empty() {
+            let in_chunk = at % chunk_bytes;
+            let n = (chunk_bytes - in_chunk).min(src.len());
+            let dst = &mut self.par[in_chunk..in_chunk + n];
+            if at < chunk_bytes {
+                dst.copy_from_slice(&src[..n]);
+            } else {
+                xor_into(dst, &src[..n]);
+            }
+            at += n;
+            src = &src[n..];
+        }
+    }
+
+    /// Loads the submitted prefix `data` of the current stripe (recovery):
+    /// running parity, fill, and the buffer itself when `keep`.
+    pub fn load_stripe(&mut self, lba_bytes: usize, chunk_bytes: usize, data: Vec<u8>, keep: bool) {
+        self.par.clear();
+        self.par.resize(chunk_bytes, 0);
+        for chunk in data.chunks(chunk_bytes) {
+            xor_into(&mut self.par, chunk);
+        }
+        self.filled = (data.len() / lba_bytes) as u64;
+        self.buf = if keep { data } else { Vec::new() };
+    }
+
+    /// Partial parity "XOR of data chunks 0..=m" of the current stripe at
+    /// in-chunk blocks [x, y): the running parity, minus what chunks after m
+    /// already hold there — which can only be data of the piece being
+    /// planned (`piece`: its bytes, from stripe byte offset `piece_at`), as a
+    /// write covers the chunks it ends in from their start. `out` is an empty
+    /// buffer to fill (from the array's pool).
+    #[allow(clippy::too_many_arguments)]
+    fn parity_through(
+        &self,
+        mut out: Vec<u8>,
+        lba_bytes: usize,
+        chunk_lbas: u64,
+        m: u32,
+        x: u64,
+        y: u64,
+        piece_at: usize,
+        piece: &[u8],
+    ) -> Vec<u8> {
+        let cb = chunk_lbas as usize * lba_bytes;
+        let (xb, yb) = (x as usize * lba_bytes, y as usize * lba_bytes);
+        out.clear();
+        out.extend_from_slice(&self.par[xb..yb]);
+        let end = piece_at + piece.len();
+        let mut i = m as usize + 1;
+        while i * cb + xb < end {
+            let from = (i * cb + xb).max(piece_at);
+            let to = (i * cb + yb).min(end);
+            if from < to {
+                let o = from - (i * cb + xb);
+                xor_into(&mut out[o..], &piece[from - piece_at..to - piece_at]);
+            }
+            i += 1;
+        }
+        out
     }
 
     fn mark(&mut self, a: u64, b: u64) {
@@ -281,6 +392,12 @@ pub(crate) struct Inner {
     /// Wakes waiters of one logical zone's conditions (gates, progress,
     /// drains); array-wide events wake every zone too.
     pub zwake: Vec<Notify>,
+    /// Byte buffers for sub-I/O payloads and the copies of write data,
+    /// reused instead of allocated per command.
+    pub pool: RefCell<Vec<Vec<u8>>>,
+    /// Wakes waiters of one logical zone's progress only (completed prefix,
+    /// in-flight count): piece completions need not wake gated sub-I/Os.
+    pub pwake: Vec<Notify>,
 }
 
 /// A RAID-5 array of zoned devices (ZRAID), itself a `ZonedDevice`.
@@ -310,16 +427,40 @@ impl Inner {
         }
         Some(self.members.borrow()[dev as usize].clone())
     }
+    pub fn failed_count(&self) -> usize {
+        self.failed.borrow().iter().filter(|&&f| f).count()
+    }
     pub fn failed_members(&self) -> Vec<usize> {
         let f = self.failed.borrow();
         (0..f.len()).filter(|&i| f[i]).collect()
     }
+    /// Wakes everything waiting on the zone (gates and progress).
+    /// An empty byte buffer from the pool.
+    pub fn take_buf(&self) -> Vec<u8> {
+        self.pool.borrow_mut().pop().unwrap_or_default()
+    }
+    /// Returns a buffer to the pool (small ones only, and a bounded number).
+    pub fn put_buf(&self, mut v: Vec<u8>) {
+        const POOL_BUFFERS: usize = 512;
+        const POOL_BUFFER_BYTES: usize = 1 << 20;
+        let mut pool = self.pool.borrow_mut();
+        if pool.len() < POOL_BUFFERS && v.capacity() <= POOL_BUFFER_BYTES {
+            v.clear();
+            pool.push(v);
+        }
+    }
+
     pub fn wake_zone(&self, zone: u32) {
         self.zwake[zone as usize].notify_waiters();
+        self.pwake[zone as usize].notify_waiters();
+    }
+    /// Wakes the waiters of the zone's progress (frontier, drains).
+    pub fn wake_progress(&self, zone: u32) {
+        self.pwake[zone as usize].notify_waiters();
     }
     pub fn wake_all(&self) {
         self.wake.notify_waiters();
-        for n in &self.zwake {
+        for n in self.zwake.iter().chain(&self.pwake) {
             n.notify_waiters();
         }
     }
@@ -389,7 +530,7 @@ impl Inner {
             Ok(()) => Ok(()),
             Err(e) if is_member_gone(&e) => {
                 self.mark_failed(dev);
-                if self.failed_members().len() > 1 {
+                if self.failed_count() > 1 {
                     self.poison(e);
                     return Err(e);
                 }
@@ -406,23 +547,10 @@ impl Inner {
         if let Some(e) = self.st.borrow().poisoned {
             return Err(e);
         }
-        if self.failed_members().len() > 1 {
+        if self.failed_count() > 1 {
             return Err(NvmeError::injected(NvmeStatus::HostPathingError));
         }
         Ok(())
-    }
-
-    /// XOR of data chunks `0..=m` of the stripe buffer at in-chunk blocks [x, y).
-    fn xor_through(&self, buf: &[u8], m: u32, x: u64, y: u64) -> Vec<u8> {
-        let b = self.lba_bytes();
-        let c = self.layout.chunk_lbas as usize;
-        let mut out = vec![0u8; (y - x) as usize * b];
-        for i in 0..=m as usize {
-            let from = (i * c + x as usize) * b;
-            let len = out.len();
-            xor_into(&mut out, &buf[from..from + len]);
-        }
-        out
     }
 
     fn next_seq(&self) -> u64 {
@@ -441,31 +569,33 @@ impl Inner {
         let nlb = (data.len() / b) as u64;
         let end = off + nlb;
         let array_id = self.array_id.get();
-        let mut pieces = Vec::new();
+        let keep = self.opts.variant.pp_log_zone();
+        let mut pieces = Vec::with_capacity(((end - 1) / sl - off / sl + 1) as usize);
         let mut s = off / sl;
         while s * sl < end {
             let a = off.max(s * sl);
             let e = end.min((s + 1) * sl);
-            let mut ios = Vec::new();
+            let mut ios = Vec::with_capacity(4);
             let z = &mut st.z[zone as usize];
-            if z.buf.is_empty() || z.buf_stripe != s {
-                z.buf = vec![0u8; sl as usize * b];
-                z.buf_stripe = s;
-                z.par_prefix = 0;
+            if z.buf_stripe != s {
+                z.start_stripe(s);
             }
+            // writes and appends go to the write pointer: the piece starts
+            // where the stripe's submitted prefix ends
+            debug_assert_eq!(a - s * sl, z.filled, "piece not at the stripe's fill");
             let rel = ((a - s * sl) as usize) * b;
             let src = &data[((a - off) as usize) * b..((e - off) as usize) * b];
-            z.buf[rel..rel + src.len()].copy_from_slice(src);
+            z.absorb(b, c as usize * b, src, keep);
             // data sub-I/Os, one per chunk portion
             let mut x = a;
             while x < e {
                 let loc = l.locate(x);
                 let len = (c - loc.in_chunk).min(e - x);
                 let from = ((x - off) as usize) * b;
-                ios.push(SubIo::Write {
+                ios.push(SubIo::Data {
                     dev: l.data_dev(zone, s, loc.idx),
                     off: l.member_off(s, loc.in_chunk),
-                    data: data[from..from + len as usize * b].to_vec(),
+                    range: from..from + len as usize * b,
                     gate: Gate::Row(s),
                 });
                 st.stats.data_blocks += len;
@@ -475,7 +605,7 @@ impl Inner {
             if e == (s + 1) * sl {
                 // full parity (what is not already written in place)
                 let p0 = z.par_prefix;
-                let fp = self.xor_through(&z.buf, nd - 1, p0, c);
+                let fp = z.parity_through(self.take_buf(), b, c, nd - 1, p0, c, rel, src);
                 ios.push(SubIo::Write {
                     dev: l.parity_dev(zone, s),
                     off: l.member_off(s, p0),
@@ -483,9 +613,7 @@ impl Inner {
                     gate: Gate::Row(s),
                 });
                 st.stats.parity_blocks += c - p0;
-                z.buf = Vec::new();
-                z.buf_stripe = s + 1;
-                z.par_prefix = 0;
+                z.start_stripe(s + 1);
             } else {
                 // the write ends inside stripe s: partial parity
                 let sa = l.locate(a);
@@ -502,7 +630,7 @@ impl Inner {
                     if self.opts.variant.pp_log_zone() {
                         // RAIZN: every PP is appended to the PP log zone of
                         // the stripe's parity member (permanent)
-                        let pp = self.xor_through(&z.buf, m, x0, y0);
+                        let pp = z.parity_through(self.take_buf(), b, c, m, x0, y0, rel, src);
                         st.seq += 1;
                         ios.push(SubIo::PpLog {
                             dev: l.parity_dev(zone, s),
@@ -521,7 +649,7 @@ impl Inner {
                     if m == nd - 1 {
                         // last data chunk: its partial parity goes in place
                         let x0 = x0.min(z.par_prefix);
-                        let pp = self.xor_through(&z.buf, m, x0, y0);
+                        let pp = z.parity_through(self.take_buf(), b, c, m, x0, y0, rel, src);
                         ios.push(SubIo::Write {
                             dev: l.parity_dev(zone, s),
                             off: l.member_off(s, x0),
@@ -532,7 +660,7 @@ impl Inner {
                         st.stats.parity_blocks += y0 - x0;
                         continue;
                     }
-                    let pp = self.xor_through(&z.buf, m, x0, y0);
+                    let pp = z.parity_through(self.take_buf(), b, c, m, x0, y0, rel, src);
                     match l.slot_row(s) {
                         Some(row) => {
                             ios.push(SubIo::Write {
@@ -573,95 +701,120 @@ impl Inner {
     }
 }
 
+/// `dst ^= src` over their common length (a plain byte loop: the compiler
+/// vectorizes it).
 pub(crate) fn xor_into(dst: &mut [u8], src: &[u8]) {
     let n = dst.len().min(src.len());
-    let (dst, src) = (&mut dst[..n], &src[..n]);
-    let mut d8 = dst.chunks_exact_mut(8);
-    let mut s8 = src.chunks_exact(8);
-    for (d, s) in (&mut d8).zip(&mut s8) {
-        let x = u64::from_ne_bytes(d[..8].try_into().expect("8 bytes"))
-            ^ u64::from_ne_bytes(s[..8].try_into().expect("8 bytes"));
-        d.copy_from_slice(&x.to_ne_bytes());
-    }
-    for (d, s) in d8.into_remainder().iter_mut().zip(s8.remainder()) {
+    for (d, s) in dst[..n].iter_mut().zip(&src[..n]) {
         *d ^= *s;
     }
 }
 
-/// Runs one member sub-I/O of zone `zone`, generation `gen`, after its gate opens.
+/// Runs one member sub-I/O of zone `zone`, generation `gen`, after its gate
+/// opens; `shared` is the logical write's data (for `SubIo::Data`).
 pub(crate) async fn run_subio(
-    inner: Rc<Inner>,
+    inner: &Rc<Inner>,
     zone: u32,
     gen: u64,
     io: SubIo,
     fua: bool,
+    shared: &[u8],
 ) -> Result<(), NvmeError> {
+    // the log appends are rare and their futures large: boxed, so the
+    // common sub-I/O's future stays small (it is moved into a box per sub-I/O)
     match io {
-        SubIo::Md { dev, rec } => md_append(&inner, dev, rec).await,
-        SubIo::PpLog { dev, rec } => pp_append(&inner, dev, rec).await,
+        SubIo::Md { dev, rec } => Box::pin(md_append(inner, dev, rec)).await,
+        SubIo::PpLog { dev, rec } => Box::pin(pp_append(inner, dev, rec)).await,
         SubIo::Write {
             dev,
             off,
             data,
             gate,
         } => {
-            let nlb = (data.len() / inner.lba_bytes()) as u64;
-            loop {
-                {
-                    let mut st = inner.st.borrow_mut();
-                    if let Some(e) = st.poisoned {
-                        return Err(e);
-                    }
-                    let z = &mut st.z[zone as usize];
-                    if z.gen != gen {
-                        return Err(aborted());
-                    }
-                    if inner.failed.borrow()[dev as usize] {
-                        return Ok(());
-                    }
-                    let wp = z.member_wp[dev as usize];
-                    let l = inner.layout;
-                    if z.ready && !inner.opts.variant.zrwa_zones() {
-                        // normal zones: strictly in order per member zone
-                        // (the member's scheduler keeps the order downstream)
-                        let sub = z.sub_wp[dev as usize];
-                        if off < sub {
-                            return Err(NvmeStatus::ZoneInvalidWrite.into());
-                        }
-                        if off == sub {
-                            z.sub_wp[dev as usize] = off + nlb;
-                            drop(st);
-                            inner.wake_zone(zone);
-                            break;
-                        }
-                    } else if z.ready {
-                        let window = off + nlb <= wp + l.zrwa_lbas;
-                        match gate {
-                            Gate::Slot if off < wp => return Ok(()),
-                            Gate::Slot if window => break,
-                            Gate::Row(r) => {
-                                if off < wp {
-                                    return Err(NvmeStatus::ZoneInvalidWrite.into());
-                                }
-                                let need = (r + 1).saturating_sub(l.h) * l.stripe_lbas();
-                                if window && z.applied >= need {
-                                    break;
-                                }
-                            }
-                            _ => {}
-                        }
-                    }
-                }
-                inner.zwake[zone as usize].notified().await;
-            }
-            let Some(m) = inner.member(dev) else {
-                return Ok(());
-            };
-            let slba = inner.mzone_start(zone) + off;
-            let r = m.write(slba, &data, IoFlags::with_fua(fua)).await;
-            inner.member_result(dev, r)
+            let r = member_write(inner, zone, gen, dev, off, &data, gate, fua).await;
+            inner.put_buf(data);
+            r
+        }
+        SubIo::Data {
+            dev,
+            off,
+            range,
+            gate,
+        } => {
+            let data = shared.get(range).ok_or(NvmeStatus::InternalError)?;
+            member_write(inner, zone, gen, dev, off, data, gate, fua).await
         }
     }
+}
+
+/// Writes `data` at member offset `off` of member `dev`'s zone once the
+/// sub-I/O's gate opens.
+#[allow(clippy::too_many_arguments)]
+async fn member_write(
+    inner: &Rc<Inner>,
+    zone: u32,
+    gen: u64,
+    dev: u32,
+    off: u64,
+    data: &[u8],
+    gate: Gate,
+    fua: bool,
+) -> Result<(), NvmeError> {
+    let nlb = (data.len() / inner.lba_bytes()) as u64;
+    loop {
+        {
+            let mut st = inner.st.borrow_mut();
+            if let Some(e) = st.poisoned {
+                return Err(e);
+            }
+            let z = &mut st.z[zone as usize];
+            if z.gen != gen {
+                return Err(aborted());
+            }
+            if inner.failed.borrow()[dev as usize] {
+                return Ok(());
+            }
+            let wp = z.member_wp[dev as usize];
+            let l = inner.layout;
+            if z.ready && !inner.opts.variant.zrwa_zones() {
+                // normal zones: strictly in order per member zone
+                // (the member's scheduler keeps the order downstream)
+                let sub = z.sub_wp[dev as usize];
+                if off < sub {
+                    return Err(NvmeStatus::ZoneInvalidWrite.into());
+                }
+                if off == sub {
+                    z.sub_wp[dev as usize] = off + nlb;
+                    drop(st);
+                    inner.wake_zone(zone);
+                    break;
+                }
+            } else if z.ready {
+                let window = off + nlb <= wp + l.zrwa_lbas;
+                match gate {
+                    Gate::Slot if off < wp => return Ok(()),
+                    Gate::Slot if window => break,
+                    Gate::Row(r) => {
+                        if off < wp {
+                            return Err(NvmeStatus::ZoneInvalidWrite.into());
+                        }
+                        let need = (r + 1).saturating_sub(l.h) * l.stripe_lbas();
+                        if window && z.applied >= need {
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        inner.zwake[zone as usize].notified().await;
+    }
+    let Some(m) = inner.member(dev) else {
+        return Ok(());
+    };
+    let slba = inner.mzone_start(zone) + off;
+    let r = m.write(slba, data, IoFlags::with_fua(fua)).await;
+    inner.member_result(dev, r)
 }
 
 /// Appends a record to a member's current metadata zone (switching to the
@@ -825,7 +978,7 @@ fn partial_stripes_on(inner: &Inner, dev: u32) -> Vec<Record> {
             continue;
         }
         seq += 1;
-        let bytes = filled as usize * inner.lba_bytes();
+        let bytes = (filled as usize * inner.lba_bytes()).min(z.buf.len());
         out.push(Record {
             kind: RecordKind::Pp,
             array_id: inner.array_id.get(),
@@ -985,17 +1138,14 @@ async fn advance_all(
     gen: u64,
     list: Vec<(u32, u64)>,
 ) -> Result<(), NvmeError> {
-    let mut handles = Vec::new();
+    let mut futs = Vec::new();
     for (dev, t) in list {
-        let inner2 = inner.clone();
-        handles.push(
-            inner
-                .handle
-                .spawn(async move { advance(&inner2, zone, gen, dev, t).await }),
-        );
+        if inner.st.borrow().z[zone as usize].member_wp[dev as usize] >= t {
+            continue; // nothing to flush (advance would return at once)
+        }
+        futs.push(Box::pin(advance(inner, zone, gen, dev, t)) as SubFuture<'_>);
     }
-    let res = join_all(handles).await;
-    res
+    join_in_place(futs).await
 }
 
 /// The ZRWA manager of one zone: advances member write pointers until they
@@ -1020,14 +1170,18 @@ async fn manage(inner: &Rc<Inner>, zone: u32, gen: u64) -> Result<(), NvmeError>
         if inner.opts.variant.zrwa_zones() {
             // first chunk of the zone: no previous member to carry step 2
             let first = {
-                let st = inner.st.borrow();
-                let z = &st.z[zone as usize];
-                inner.opts.policy != Policy::Stripe
+                let mut st = inner.st.borrow_mut();
+                let z = &mut st.z[zone as usize];
+                if z.gen != gen {
+                    return Err(aborted());
+                }
+                let first = inner.opts.policy != Policy::Stripe
                     && !z.first_chunk_logged
-                    && d / l.chunk_lbas == 1
+                    && d / l.chunk_lbas == 1;
+                z.first_chunk_logged |= first;
+                first
             };
             if first {
-                inner.st.borrow_mut().z[zone as usize].first_chunk_logged = true;
                 log_wp(inner, zone, gen, d).await?;
             }
             let (t, pair) = l.targets(zone, d, inner.opts.policy);
@@ -1073,7 +1227,12 @@ async fn finish_members(inner: &Rc<Inner>, zone: u32, gen: u64) -> Result<(), Nv
             continue;
         }
         let cap = inner.layout.member_zone_cap;
-        inner.st.borrow_mut().z[zone as usize].member_wp[dev as usize] = cap;
+        let mut st = inner.st.borrow_mut();
+        let z = &mut st.z[zone as usize];
+        if z.gen != gen {
+            return Err(aborted());
+        }
+        z.member_wp[dev as usize] = cap;
     }
     Ok(())
 }
@@ -1151,16 +1310,16 @@ pub(crate) async fn log_wp(
             },
         };
         inner.st.borrow_mut().stats.wplog_blocks += 1;
-        handles.push(
-            inner
-                .handle
-                .spawn(run_subio(inner.clone(), zone, gen, io, true)),
-        );
+        handles.push(Box::pin(run_subio(inner, zone, gen, io, true, &[])) as SubFuture<'_>);
     }
-    let res = join_all(handles).await;
-    res?;
+    join_in_place(handles).await?;
     let mut st = inner.st.borrow_mut();
     let z = &mut st.z[zone as usize];
+    // the zone may have been reset while the entries were written: they
+    // belong to the old generation and say nothing about the new one
+    if z.gen != gen {
+        return Err(aborted());
+    }
     z.logged_end = z.logged_end.max(end);
     Ok(())
 }
@@ -1181,7 +1340,7 @@ async fn wait_frontier(inner: &Rc<Inner>, zone: u32, gen: u64, end: u64) -> Resu
                 return Ok(());
             }
         }
-        inner.zwake[zone as usize].notified().await;
+        inner.pwake[zone as usize].notified().await;
     }
 }
 
@@ -1196,7 +1355,7 @@ async fn drain(inner: &Rc<Inner>, zone: u32) {
                 return;
             }
         }
-        inner.zwake[zone as usize].notified().await;
+        inner.pwake[zone as usize].notified().await;
     }
 }
 
@@ -1324,44 +1483,29 @@ impl RaidArray {
                 let _ = ensure_ready(&inner2, zone, gen).await;
             }));
         }
-        let mut piece_tasks = Vec::new();
-        for p in pieces {
-            let inner2 = inner.clone();
-            piece_tasks.push(inner.handle.spawn(async move {
-                let mut hs = Vec::new();
-                for io in p.ios {
-                    hs.push(
-                        inner2
-                            .handle
-                            .spawn(run_subio(inner2.clone(), zone, gen, io, fua)),
-                    );
-                }
-                let res = join_all(hs).await;
-                {
-                    let mut st = inner2.st.borrow_mut();
-                    let z = &mut st.z[zone as usize];
-                    if z.gen == gen {
-                        if res.is_ok() {
-                            z.mark(p.start, p.end);
-                        }
-                        z.inflight -= 1;
-                    } else {
-                        z.old_inflight -= 1;
-                    }
-                }
-                inner2.wake_zone(zone);
-                if res.is_ok() {
-                    kick_manager(&inner2, zone);
-                }
-                res
-            }));
-        }
-        let res = join_all(piece_tasks).await;
-        res?;
+        // one task per logical write (it keeps running if the caller stops
+        // waiting): its sub-I/Os run in place, borrowing its copy of the data
+        let task = inner.handle.spawn(run_pieces(
+            inner.clone(),
+            zone,
+            gen,
+            pieces,
+            {
+                let mut copy = inner.take_buf();
+                copy.extend_from_slice(data);
+                copy
+            },
+            fua,
+        ));
+        task.await?;
         if fua && inner.opts.policy == Policy::WpLog {
-            wait_frontier(inner, zone, gen, off + nlb).await?;
-            let d = inner.st.borrow().z[zone as usize].frontier;
-            log_wp(inner, zone, gen, d).await?;
+            // boxed: keeps the common write's future small
+            Box::pin(async {
+                wait_frontier(inner, zone, gen, off + nlb).await?;
+                let d = inner.st.borrow().z[zone as usize].frontier;
+                log_wp(inner, zone, gen, d).await
+            })
+            .await?;
         }
         Ok(inner.logical_zone_start(zone) + off)
     }
@@ -1413,7 +1557,8 @@ impl RaidArray {
     }
 
     /// Rebuilds blocks of failed member `dev` at row `stripe`, in-chunk offset
-    /// `o`: from the stripe buffer for the partial stripe, else XOR of the others.
+    /// `o`: for the partial stripe from the stripe buffer, or (ZRAID, no
+    /// buffer) from the media and its partial parity; else XOR of the others.
     async fn degraded_read(
         &self,
         zone: u32,
@@ -1426,15 +1571,33 @@ impl RaidArray {
         let l = inner.layout;
         let b = inner.lba_bytes();
         inner.st.borrow_mut().stats.degraded_reads += 1;
-        {
+        let idx = l.seq_of(zone, stripe, dev) as usize;
+        let from = (idx * l.chunk_lbas as usize + o as usize) * b;
+        let partial = {
             let st = inner.st.borrow();
             let z = &st.z[zone as usize];
-            if !z.buf.is_empty() && z.buf_stripe == stripe {
-                let idx = l.seq_of(zone, stripe, dev) as usize;
-                let from = (idx * l.chunk_lbas as usize + o as usize) * b;
-                dst.copy_from_slice(&z.buf[from..from + dst.len()]);
-                return Ok(());
+            if z.buf_stripe == stripe && z.filled > 0 {
+                if from + dst.len() <= z.buf.len() {
+                    dst.copy_from_slice(&z.buf[from..from + dst.len()]);
+                    return Ok(());
+                }
+                // completed blocks of the stripe (later ones race writes)
+                let sl = l.stripe_lbas();
+                Some(z.frontier.clamp(stripe * sl, (stripe + 1) * sl))
+            } else {
+                None
             }
+        };
+        if let Some(d) = partial {
+            dst.fill(0);
+            if d > stripe * l.stripe_lbas() {
+                let data = crate::recovery::partial_stripe_data(inner, zone, d).await?;
+                if from < data.len() {
+                    let n = dst.len().min(data.len() - from);
+                    dst[..n].copy_from_slice(&data[from..from + n]);
+                }
+            }
+            return Ok(());
         }
         dst.fill(0);
         let mut tmp = vec![0u8; dst.len()];
@@ -1629,6 +1792,122 @@ impl ZonedDevice for RaidArray {
     fn flush(&self) -> CmdFuture<'_, ()> {
         Box::pin(self.flush_impl())
     }
+}
+
+/// Runs the pieces of one logical write: every sub-I/O of every piece in
+/// flight at once (each waits for its own gate), a piece completed (its blocks
+/// marked in the zone's bitmap, the ZRWA manager kicked) when its last sub-I/O
+/// is. The result is the last error, if any.
+async fn run_pieces(
+    inner: Rc<Inner>,
+    zone: u32,
+    gen: u64,
+    pieces: Vec<Piece>,
+    data: Vec<u8>,
+    fua: bool,
+) -> Result<(), NvmeError> {
+    let mut left: Vec<(usize, Result<(), NvmeError>)> = Vec::with_capacity(pieces.len());
+    let mut spans = Vec::with_capacity(pieces.len());
+    let mut futs: Vec<(usize, SubFuture<'_>)> =
+        Vec::with_capacity(pieces.iter().map(|p| p.ios.len()).sum());
+    for (i, p) in pieces.into_iter().enumerate() {
+        left.push((p.ios.len(), Ok(())));
+        spans.push((p.start, p.end));
+        for io in p.ios {
+            futs.push((i, Box::pin(run_subio(&inner, zone, gen, io, fua, &data))));
+        }
+    }
+    let finish_piece = |i: usize, res: Result<(), NvmeError>| {
+        {
+            let mut st = inner.st.borrow_mut();
+            let z = &mut st.z[zone as usize];
+            if z.gen == gen {
+                if res.is_ok() {
+                    z.mark(spans[i].0, spans[i].1);
+                }
+                z.inflight -= 1;
+            } else {
+                z.old_inflight -= 1;
+            }
+        }
+        inner.wake_progress(zone);
+        if res.is_ok() {
+            kick_manager(&inner, zone);
+        }
+        res
+    };
+    // per write (ZRAID's completion handler): every piece is completed once
+    // the last sub-I/O of the write is
+    let per_write = inner.opts.progress_per_write;
+    let mut res = Ok(());
+    for (i, l) in left.iter().enumerate() {
+        if l.0 == 0 && !per_write {
+            if let Err(e) = finish_piece(i, Ok(())) {
+                res = Err(e);
+            }
+        }
+    }
+    std::future::poll_fn(|cx| {
+        futs.retain_mut(|(i, f)| match f.as_mut().poll(cx) {
+            std::task::Poll::Pending => true,
+            std::task::Poll::Ready(r) => {
+                let l = &mut left[*i];
+                if let Err(e) = r {
+                    l.1 = Err(e);
+                }
+                l.0 -= 1;
+                if l.0 == 0 && !per_write {
+                    if let Err(e) = finish_piece(*i, l.1) {
+                        res = Err(e);
+                    }
+                }
+                false
+            }
+        });
+        if futs.is_empty() {
+            std::task::Poll::Ready(())
+        } else {
+            std::task::Poll::Pending
+        }
+    })
+    .await;
+    if per_write {
+        for (i, l) in left.iter().enumerate() {
+            if let Err(e) = finish_piece(i, l.1) {
+                res = Err(e);
+            }
+        }
+    }
+    drop(futs);
+    inner.put_buf(data);
+    res
+}
+
+type SubFuture<'a> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), NvmeError>> + 'a>>;
+
+/// Polls `futs` together until all are done; the result is the last error,
+/// if any (all run to completion either way).
+async fn join_in_place<'a>(mut futs: Vec<SubFuture<'a>>) -> Result<(), NvmeError> {
+    let mut res = Ok(());
+    std::future::poll_fn(|cx| {
+        futs.retain_mut(|f| match f.as_mut().poll(cx) {
+            std::task::Poll::Pending => true,
+            std::task::Poll::Ready(r) => {
+                if let Err(e) = r {
+                    res = Err(e);
+                }
+                false
+            }
+        });
+        if futs.is_empty() {
+            std::task::Poll::Ready(())
+        } else {
+            std::task::Poll::Pending
+        }
+    })
+    .await;
+    res
 }
 
 /// Waits for every task; the result is the last error, if any (all tasks

@@ -196,6 +196,13 @@ pub struct RaidOptions {
     pub flush_before_advance: bool,
     /// Design variant (default ZRAID).
     pub variant: Variant,
+    /// Mark a logical write's blocks complete (and so let the ZRWA manager
+    /// advance write pointers over them) only when all of the write's member
+    /// sub-I/Os have completed, as ZRAID's completion handler does (paper
+    /// §4.4). Default off: each per-stripe piece is marked when its own
+    /// sub-I/Os complete, so the completed stripes of a write still in flight
+    /// are already encoded in the write pointers.
+    pub progress_per_write: bool,
     /// Host time one submission worker spends per logical write (splitting,
     /// copying, parity). Work of zones sharing a FIFO is serial: RAIZN's one
     /// work queue is its bottleneck, RAIZN+ and the others have one per zone.
@@ -209,6 +216,7 @@ impl Default for RaidOptions {
             policy: Policy::WpLog,
             flush_before_advance: false,
             variant: Variant::Zraid,
+            progress_per_write: false,
             worker_ns_per_write: DEFAULT_WORKER_NS_PER_WRITE,
         }
     }

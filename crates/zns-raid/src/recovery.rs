@@ -280,6 +280,8 @@ fn new_inner(
         }),
         wake: Notify::new(),
         zwake: (0..zcount).map(|_| Notify::new()).collect(),
+        pool: RefCell::new(Vec::new()),
+        pwake: (0..zcount).map(|_| Notify::new()).collect(),
     }))
 }
 
@@ -375,61 +377,42 @@ impl RaidArray {
         for (dev, d) in descs.iter().enumerate() {
             let Some(d) = d else { continue };
             let mut best: Option<(u64, u32)> = None;
-            for which in 0..2u32 {
-                let zd = d[(mcfg.zone_count - 2 + which) as usize];
-                let used = if zd.state == ZoneState::Full {
-                    mcfg.zone_capacity_lbas
-                } else {
-                    zd.write_pointer - zd.start_lba
-                };
-                let bytes = read_range(&inner, dev as u32, zd.start_lba, used)
-                    .await
-                    .map_err(dev_err(dev))?;
-                let b = inner.lba_bytes();
-                let mut at = 0usize;
-                while at < bytes.len() {
-                    match Record::decode(&bytes[at..], b) {
-                        None => at += b,
-                        // a torn record (its payload lost at a power cut)
-                        // is skipped block by block: the zone's write
-                        // pointer rolled back into it, and later records
-                        // follow its header directly
-                        Some((None, _)) => at += b,
-                        Some((Some(rec), blocks)) => {
-                            at += blocks * b;
-                            if rec.kind == RecordKind::Superblock {
-                                if rec.f[0] != n as u64
-                                    || rec.f[1] != dev as u64
-                                    || rec.f[2] != layout.chunk_lbas
-                                {
-                                    return Err(RaidError::NotAnArray(format!(
-                                        "member {dev}: superblock says {} members, member index {}, chunk {} LBAs; expected {n}, {dev}, {}",
-                                        rec.f[0], rec.f[1], rec.f[2], layout.chunk_lbas
-                                    )));
-                                }
-                                match array_id {
-                                    None => array_id = Some(rec.array_id),
-                                    Some(a) if a != rec.array_id => {
-                                        return Err(RaidError::NotAnArray(format!(
-                                            "member {dev} belongs to another array"
-                                        )))
-                                    }
-                                    _ => {}
-                                }
-                                sb_found = true;
-                                if best.is_none_or_lt(rec.f[3]) {
-                                    best = Some((rec.f[3], which));
-                                }
-                                continue;
-                            }
-                            if Some(rec.array_id) != array_id {
-                                continue;
-                            }
-                            max_seq = max_seq.max(rec.seq);
-                            apply_record(&mut zmd, rec);
-                        }
+            let first_md = (mcfg.zone_count - 2) as usize;
+            let md = [d[first_md], d[first_md + 1]];
+            let recs = read_md_records(&inner, dev as u32, md)
+                .await
+                .map_err(dev_err(dev))?;
+            for (which, rec) in recs {
+                if rec.kind == RecordKind::Superblock {
+                    if rec.f[0] != n as u64
+                        || rec.f[1] != dev as u64
+                        || rec.f[2] != layout.chunk_lbas
+                    {
+                        return Err(RaidError::NotAnArray(format!(
+                            "member {dev}: superblock says {} members, member index {}, chunk {} LBAs; expected {n}, {dev}, {}",
+                            rec.f[0], rec.f[1], rec.f[2], layout.chunk_lbas
+                        )));
                     }
+                    match array_id {
+                        None => array_id = Some(rec.array_id),
+                        Some(a) if a != rec.array_id => {
+                            return Err(RaidError::NotAnArray(format!(
+                                "member {dev} belongs to another array"
+                            )))
+                        }
+                        _ => {}
+                    }
+                    sb_found = true;
+                    if best.is_none_or_lt(rec.f[3]) {
+                        best = Some((rec.f[3], which));
+                    }
+                    continue;
                 }
+                if Some(rec.array_id) != array_id {
+                    continue;
+                }
+                max_seq = max_seq.max(rec.seq);
+                apply_record(&mut zmd, rec);
             }
             if let Some((epoch, which)) = best {
                 inner.st.borrow_mut().md[dev] = MdMember {
@@ -500,6 +483,32 @@ impl RaidArray {
             return Err(RaidError::Rebuild(format!("array is stopped: {e}")));
         }
         let err = dev_err(index);
+        // the partial stripe of every written zone, the failed member's chunk
+        // rebuilt from the partial parity (before the spare replaces it)
+        let mut partials: Vec<Option<Vec<u8>>> = Vec::new();
+        for zone in 0..inner.cfg.zone_count {
+            let d = {
+                let st = inner.st.borrow();
+                let desc = st.zones.descriptor(zone).expect("zone in range");
+                match desc.state {
+                    ZoneState::Empty => 0,
+                    ZoneState::Full => {
+                        st.zones.write_pointer(zone).unwrap_or(desc.start_lba)
+                            - inner.logical_zone_start(zone)
+                    }
+                    _ => st.z[zone as usize].frontier,
+                }
+            };
+            partials.push(if d % l.stripe_lbas() > 0 {
+                Some(
+                    partial_stripe_data(inner, zone, d).await.map_err(|e| {
+                        RaidError::Rebuild(format!("zone {zone}: partial stripe: {e}"))
+                    })?,
+                )
+            } else {
+                None
+            });
+        }
         spare
             .zone_send(ZoneSendCmd {
                 action: ZoneAction::Reset,
@@ -528,7 +537,7 @@ impl RaidArray {
         let sl = l.stripe_lbas();
         let nd = l.data_chunks() as u32;
         for zone in 0..inner.cfg.zone_count {
-            let (state, internal_wp, d, gen, buf, buf_stripe) = {
+            let (state, internal_wp, d, gen) = {
                 let st = inner.st.borrow();
                 let desc = st.zones.descriptor(zone).expect("zone in range");
                 let z = &st.z[zone as usize];
@@ -537,8 +546,6 @@ impl RaidArray {
                     st.zones.write_pointer(zone).unwrap_or(desc.start_lba),
                     z.frontier,
                     z.gen,
-                    z.buf.clone(),
-                    z.buf_stripe,
                 )
             };
             let zstart = inner.mzone_start(zone);
@@ -591,9 +598,9 @@ impl RaidArray {
                         .map_err(&err)?;
                 }
             }
-            // the partial stripe, from the stripe buffer
-            let have_buf = !buf.is_empty() && buf_stripe == s_full && r > 0;
-            if have_buf {
+            // the partial stripe, read (and rebuilt from PP) above
+            let buf = partials[zone as usize].take().unwrap_or_default();
+            if r > 0 && buf.len() >= (r as usize) * b {
                 let j = (r / c) as u32;
                 let e = r % c;
                 let q = l.seq_of(zone, s_full, dev);
@@ -821,7 +828,7 @@ async fn recover_zone(
         let mut st = inner.st.borrow_mut();
         let z = &mut st.z[zone as usize];
         z.ready = true;
-        z.set_progress(end);
+        z.set_progress(end, l.chunk_lbas);
         return Ok(if end >= cap {
             record(ZoneState::Full, cap, false)
         } else {
@@ -854,7 +861,7 @@ async fn recover_zone(
         let mut st = inner.st.borrow_mut();
         let z = &mut st.z[zone as usize];
         z.ready = true;
-        z.set_progress(d);
+        z.set_progress(d, l.chunk_lbas);
     }
     if d < cap {
         reload_stripe(inner, zone, d, zm).await?;
@@ -932,9 +939,121 @@ async fn scan_wplogs(
     Ok(best)
 }
 
-/// Reloads the stripe buffer of the partial stripe at progress `d`; a failed
-/// member's chunk is rebuilt from the partial parity.
+/// Reloads the partial stripe at progress `d` (running parity, fill, and the
+/// stripe buffer for the variants that keep one).
 async fn reload_stripe(inner: &Rc<Inner>, zone: u32, d: u64, zm: &ZoneMd) -> Result<(), NvmeError> {
+    let l = inner.layout;
+    let b = inner.lba_bytes();
+    let sl = l.stripe_lbas();
+    let s = d / sl;
+    let r = d - s * sl;
+    if r == 0 {
+        inner.st.borrow_mut().z[zone as usize].start_stripe(s);
+        return Ok(());
+    }
+    let data = read_partial_stripe(inner, zone, d, &zm.pp).await?;
+    let keep = inner.opts.variant.pp_log_zone();
+    let (j, e) = ((r / l.chunk_lbas) as u32, r % l.chunk_lbas);
+    let mut st = inner.st.borrow_mut();
+    let z = &mut st.z[zone as usize];
+    z.start_stripe(s);
+    z.load_stripe(b, l.chunk_lbas as usize * b, data, keep);
+    z.par_prefix = if j == l.data_chunks() as u32 - 1 {
+        e
+    } else {
+        0
+    };
+    Ok(())
+}
+
+/// The data of the partial stripe of logical zone `zone` at completed progress
+/// `d` (zone-relative), while the array runs: the first `d mod stripe` blocks of
+/// the stripe, a failed member's chunk rebuilt from the partial parity (the
+/// metadata zone's PP records are read for a stripe near the zone end). Exact
+/// for completed blocks; nothing is kept in memory for this.
+pub(crate) async fn partial_stripe_data(
+    inner: &Rc<Inner>,
+    zone: u32,
+    d: u64,
+) -> Result<Vec<u8>, NvmeError> {
+    let l = inner.layout;
+    let s = d / l.stripe_lbas();
+    // PP records are needed only when a data member is missing: the parity
+    // member that holds them is then alive
+    let parity = l.parity_dev(zone, s);
+    let pp =
+        if l.slot_row(s).is_none() && inner.failed_count() > 0 && inner.member(parity).is_some() {
+            pp_records(inner, parity, zone).await?
+        } else {
+            Vec::new()
+        };
+    read_partial_stripe(inner, zone, d, &pp).await
+}
+
+/// The PP records of logical zone `zone` in member `dev`'s metadata zones.
+async fn pp_records(inner: &Rc<Inner>, dev: u32, zone: u32) -> Result<Vec<Record>, NvmeError> {
+    let m = inner
+        .member(dev)
+        .ok_or(NvmeError::injected(NvmeStatus::HostPathingError))?;
+    let d = m
+        .report_zones(inner.md_zone_start(0), ReportFilter::All, 2)
+        .await?;
+    let (Some(&d0), Some(&d1)) = (d.first(), d.get(1)) else {
+        return Err(NvmeStatus::InternalError.into());
+    };
+    let id = inner.array_id.get();
+    Ok(read_md_records(inner, dev, [d0, d1])
+        .await?
+        .into_iter()
+        .map(|(_, rec)| rec)
+        .filter(|r| r.kind == RecordKind::Pp && r.zone == zone && r.array_id == id)
+        .collect())
+}
+
+/// Every record with a valid CRC in member `dev`'s two metadata zones
+/// (`md`: their descriptors), in media order, with the zone (0 or 1) it is in.
+pub(crate) async fn read_md_records(
+    inner: &Inner,
+    dev: u32,
+    md: [ZoneDescriptor; 2],
+) -> Result<Vec<(u32, Record)>, NvmeError> {
+    let b = inner.lba_bytes();
+    let mut out = Vec::new();
+    for (which, zd) in md.iter().enumerate() {
+        let used = if zd.state == ZoneState::Full {
+            inner.member_cfg.zone_capacity_lbas
+        } else {
+            zd.write_pointer - zd.start_lba
+        };
+        let bytes = read_range(inner, dev, zd.start_lba, used).await?;
+        let mut at = 0usize;
+        while at < bytes.len() {
+            match Record::decode(&bytes[at..], b) {
+                None => at += b,
+                // a torn record (its payload lost at a power cut) is
+                // skipped block by block: the zone's write pointer rolled
+                // back into it, and later records follow its header directly
+                Some((None, _)) => at += b,
+                Some((Some(rec), blocks)) => {
+                    at += blocks * b;
+                    out.push((which as u32, rec));
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Reads the first `d mod stripe` blocks of the stripe at progress `d` from
+/// the data members; a failed member's chunk is rebuilt from the partial
+/// parity (`pp`: PP records of the metadata zones, for stripes near the zone
+/// end).
+async fn read_partial_stripe(
+    inner: &Rc<Inner>,
+    zone: u32,
+    d: u64,
+    pp: &[Record],
+) -> Result<Vec<u8>, NvmeError> {
     let l = inner.layout;
     let b = inner.lba_bytes();
     let c = l.chunk_lbas;
@@ -942,13 +1061,6 @@ async fn reload_stripe(inner: &Rc<Inner>, zone: u32, d: u64, zm: &ZoneMd) -> Res
     let nd = l.data_chunks() as u32;
     let s = d / sl;
     let r = d - s * sl;
-    if r == 0 {
-        let mut st = inner.st.borrow_mut();
-        let z = &mut st.z[zone as usize];
-        z.buf = Vec::new();
-        z.buf_stripe = s;
-        return Ok(());
-    }
     let zstart = inner.mzone_start(zone);
     let j = (r / c) as u32;
     let e = r % c;
@@ -984,7 +1096,7 @@ async fn reload_stripe(inner: &Rc<Inner>, zone: u32, d: u64, zm: &ZoneMd) -> Res
             segs.push((j - 1, e, c));
         }
         for (m, x, y) in segs {
-            let mut val = read_pp(inner, zone, s, m, x, y, zm).await?;
+            let mut val = read_pp(inner, zone, s, m, x, y, pp).await?;
             for other in 0..=m {
                 if other == i {
                     continue;
@@ -997,12 +1109,8 @@ async fn reload_stripe(inner: &Rc<Inner>, zone: u32, d: u64, zm: &ZoneMd) -> Res
             buf[to..to + val.len()].copy_from_slice(&val);
         }
     }
-    let mut st = inner.st.borrow_mut();
-    let z = &mut st.z[zone as usize];
-    z.buf = buf;
-    z.buf_stripe = s;
-    z.par_prefix = if j == nd - 1 { e } else { 0 };
-    Ok(())
+    buf.truncate(r as usize * b);
+    Ok(buf)
 }
 
 /// Partial parity "XOR through data chunk m" of stripe `s` at in-chunk blocks [x, y).
@@ -1013,7 +1121,7 @@ async fn read_pp(
     m: u32,
     x: u64,
     y: u64,
-    zm: &ZoneMd,
+    pp: &[Record],
 ) -> Result<Vec<u8>, NvmeError> {
     let l = inner.layout;
     let b = inner.lba_bytes();
@@ -1038,8 +1146,7 @@ async fn read_pp(
     }
     let gen = inner.st.borrow().z[zone as usize].gen;
     let mut out = vec![0u8; (y - x) as usize * b];
-    let mut recs: Vec<&Record> = zm
-        .pp
+    let mut recs: Vec<&Record> = pp
         .iter()
         .filter(|r| r.gen == gen && r.f[0] == s && r.f[1] == m as u64)
         .collect();

@@ -363,3 +363,19 @@ proptest! {
         run_case("tiny", n, 32, policy, seed, &ops)?;
     }
 }
+
+/// Regression (proptest seed `cc d39eb81e…`): one chunk written to zone 0, the
+/// zone reset, member 0 failed and rebuilt, a 1-block FUA write, then a clean
+/// shutdown and reopen: the reopened zone must be at WP 1, not Empty.
+#[test]
+fn one_block_after_reset_survives_shutdown_and_reopen() {
+    let ops = [
+        Op::Write {
+            zone: 0,
+            nlb: 16,
+            fua: false,
+        },
+        Op::Mgmt { zone: 0, action: 3 },
+    ];
+    run_case("zn540", 3, 64, Policy::WpLog, 0, &ops).unwrap();
+}
