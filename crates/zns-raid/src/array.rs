@@ -619,14 +619,16 @@ impl Inner {
                 let sa = l.locate(a);
                 let se = l.locate(e - 1);
                 let e_off = (e - 1) % c + 1;
-                let mut pps: Vec<(u32, u64, u64)> = Vec::new(); // (m, from, to)
+                // (m, from, to): at most two, kept inline (no allocation)
                 let from_a = if sa.idx == se.idx { sa.in_chunk } else { 0 };
-                pps.push((se.idx, from_a, e_off));
+                let mut pps = [(se.idx, from_a, e_off), (0, 0, 0)];
+                let mut n_pps = 1;
                 if e_off < c && sa.idx < se.idx {
                     let from_b = if sa.idx + 1 == se.idx { sa.in_chunk } else { 0 };
-                    pps.push((se.idx - 1, from_b, c));
+                    pps[1] = (se.idx - 1, from_b, c);
+                    n_pps = 2;
                 }
-                for (m, x0, y0) in pps {
+                for &(m, x0, y0) in &pps[..n_pps] {
                     if self.opts.variant.pp_log_zone() {
                         // RAIZN: every PP is appended to the PP log zone of
                         // the stripe's parity member (permanent)
@@ -1806,24 +1808,27 @@ async fn run_pieces(
     data: Vec<u8>,
     fua: bool,
 ) -> Result<(), NvmeError> {
-    let mut left: Vec<(usize, Result<(), NvmeError>)> = Vec::with_capacity(pieces.len());
-    let mut spans = Vec::with_capacity(pieces.len());
+    // per piece: sub-I/Os left, result so far, its span (one allocation)
+    let mut left: Vec<PieceLeft> = Vec::with_capacity(pieces.len());
     let mut futs: Vec<(usize, SubFuture<'_>)> =
         Vec::with_capacity(pieces.iter().map(|p| p.ios.len()).sum());
     for (i, p) in pieces.into_iter().enumerate() {
-        left.push((p.ios.len(), Ok(())));
-        spans.push((p.start, p.end));
+        left.push(PieceLeft {
+            ios: p.ios.len(),
+            res: Ok(()),
+            span: (p.start, p.end),
+        });
         for io in p.ios {
             futs.push((i, Box::pin(run_subio(&inner, zone, gen, io, fua, &data))));
         }
     }
-    let finish_piece = |i: usize, res: Result<(), NvmeError>| {
+    let finish_piece = |span: (u64, u64), res: Result<(), NvmeError>| {
         {
             let mut st = inner.st.borrow_mut();
             let z = &mut st.z[zone as usize];
             if z.gen == gen {
                 if res.is_ok() {
-                    z.mark(spans[i].0, spans[i].1);
+                    z.mark(span.0, span.1);
                 }
                 z.inflight -= 1;
             } else {
@@ -1840,9 +1845,9 @@ async fn run_pieces(
     // the last sub-I/O of the write is
     let per_write = inner.opts.progress_per_write;
     let mut res = Ok(());
-    for (i, l) in left.iter().enumerate() {
-        if l.0 == 0 && !per_write {
-            if let Err(e) = finish_piece(i, Ok(())) {
+    for l in &left {
+        if l.ios == 0 && !per_write {
+            if let Err(e) = finish_piece(l.span, Ok(())) {
                 res = Err(e);
             }
         }
@@ -1853,11 +1858,11 @@ async fn run_pieces(
             std::task::Poll::Ready(r) => {
                 let l = &mut left[*i];
                 if let Err(e) = r {
-                    l.1 = Err(e);
+                    l.res = Err(e);
                 }
-                l.0 -= 1;
-                if l.0 == 0 && !per_write {
-                    if let Err(e) = finish_piece(*i, l.1) {
+                l.ios -= 1;
+                if l.ios == 0 && !per_write {
+                    if let Err(e) = finish_piece(l.span, l.res) {
                         res = Err(e);
                     }
                 }
@@ -1872,8 +1877,8 @@ async fn run_pieces(
     })
     .await;
     if per_write {
-        for (i, l) in left.iter().enumerate() {
-            if let Err(e) = finish_piece(i, l.1) {
+        for l in &left {
+            if let Err(e) = finish_piece(l.span, l.res) {
                 res = Err(e);
             }
         }
@@ -1881,6 +1886,14 @@ async fn run_pieces(
     drop(futs);
     inner.put_buf(data);
     res
+}
+
+/// A piece of a logical write in flight: its sub-I/Os not done yet, the
+/// last error of those done, its zone span.
+struct PieceLeft {
+    ios: usize,
+    res: Result<(), NvmeError>,
+    span: (u64, u64),
 }
 
 type SubFuture<'a> =
