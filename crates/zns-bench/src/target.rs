@@ -54,7 +54,8 @@ impl Target {
         match self {
             Target::Zoned(z) => z.controller().set_host_stack(stack),
             Target::Block(b) => b.controller().set_host_stack(stack),
-            // A real device's host stack is the kernel's own.
+            // An array's members take theirs from the variant; a real
+            // device's host stack is the kernel's own.
             Target::Raid(_) | Target::Device(_) => {}
         }
     }
