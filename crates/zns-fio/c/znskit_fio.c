@@ -15,7 +15,8 @@
  *   gcc -shared -o libznskit_fio.so znskit_fio.o libzns_fio.a -lpthread -ldl -lm
  *
  * Use: ioengine=external:/path/libznskit_fio.so, filename=<profile | profile
- * TOML | device image>, zonemode=zbd, direct=1. See docs/fio-engine.md.
+ * TOML | device image | raid\:MEMBERS,…>, zonemode=zbd, direct=1. See
+ * docs/fio-engine.md.
  */
 #include <stdio.h>
 #include <stdlib.h>
