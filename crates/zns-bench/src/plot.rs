@@ -6,6 +6,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
 use crate::fidelity::CurveResult;
@@ -62,7 +63,8 @@ pub fn curve_csv(c: &CurveResult) -> String {
     out
 }
 
-const COLORS: [RGBColor; 8] = [
+/// The line colours of every figure zns-bench draws, in series order.
+pub(crate) const COLORS: [RGBColor; 8] = [
     RGBColor(31, 119, 180),
     RGBColor(214, 39, 40),
     RGBColor(44, 160, 44),
@@ -72,6 +74,23 @@ const COLORS: [RGBColor; 8] = [
     RGBColor(227, 119, 194),
     RGBColor(23, 190, 207),
 ];
+
+/// Draws the series legend of `chart` in the figures' common style
+/// (translucent white box, black border).
+pub(crate) fn draw_legend<'a, DB: DrawingBackend + 'a>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+    position: SeriesLabelPosition,
+    font_px: u32,
+) -> Result<(), String> {
+    chart
+        .configure_series_labels()
+        .position(position)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", font_px))
+        .draw()
+        .map_err(|e| e.to_string())
+}
 
 fn axis_value(v: f64, log: bool) -> Option<f64> {
     if log {
@@ -222,14 +241,7 @@ pub fn draw_png(c: &CurveResult, path: &Path) -> Result<(), String> {
                 .legend(move |(x, y)| Cross::new((x + 12, y), 6, color.stroke_width(2)));
         }
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 15))
-        .draw()
-        .map_err(|e| err(&e))?;
+    draw_legend(&mut chart, SeriesLabelPosition::UpperLeft, 15).map_err(|e| err(&e))?;
     root.present().map_err(|e| err(&e))?;
     Ok(())
 }

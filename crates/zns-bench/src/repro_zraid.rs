@@ -25,6 +25,7 @@ use serde::Serialize;
 use zns_raid::{RaidStats, Variant};
 
 use crate::job::parse_args;
+use crate::plot::{draw_legend, COLORS};
 use crate::run::run_jobs;
 
 /// The figures `zns repro zraid` can produce.
@@ -465,15 +466,6 @@ fn csv_of(points: &[&Point]) -> String {
     out
 }
 
-const COLORS: [RGBColor; 6] = [
-    RGBColor(31, 119, 180),
-    RGBColor(214, 39, 40),
-    RGBColor(44, 160, 44),
-    RGBColor(148, 103, 189),
-    RGBColor(255, 127, 14),
-    RGBColor(23, 190, 207),
-];
-
 /// One panel of a figure: series of (x, y) points and horizontal bound lines.
 struct Panel {
     title: String,
@@ -563,14 +555,7 @@ fn draw(
                 .draw_series(LineSeries::new(vec![(a, y), (b, y)], BLACK.stroke_width(1)))
                 .map_err(|e| err(&e))?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .label_font(("sans-serif", 12))
-            .draw()
-            .map_err(|e| err(&e))?;
+        draw_legend(&mut chart, SeriesLabelPosition::LowerRight, 12).map_err(|e| err(&e))?;
     }
     root.present().map_err(|e| err(&e))?;
     Ok(())
