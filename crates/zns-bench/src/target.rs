@@ -364,8 +364,13 @@ impl RaidSpec {
                 devs.push(Rc::new(z));
             }
         }
+        // the members keep no data, so the array need not compute parity
+        let options = RaidOptions {
+            timing_only: true,
+            ..self.options
+        };
         let array = rt
-            .block_on(RaidArray::create(&handle, devs, self.options))
+            .block_on(RaidArray::create(&handle, devs, options))
             .map_err(|e| e.to_string())?;
         Ok((array, ctrls))
     }

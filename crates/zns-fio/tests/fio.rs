@@ -234,7 +234,10 @@ fn bad_engine_options_are_clear_errors() {
 /// example (3 s). The device is paced to the wall clock, so fio should see
 /// the emulated bandwidth; what pacing cannot hide is host overhead per
 /// I/O (tens of microseconds of IPC and wakeups), which this 14-job
-/// device-bound job absorbs: the tolerance is 10% (measured: under 1%).
+/// device-bound job absorbs: the tolerance is 10% (measured: under 1% on an
+/// idle host). fio measures wall time, so a host busy with other work (a
+/// parallel build) can slow it: the run is tried a second time before the
+/// gap counts as a failure.
 #[test]
 fn fio_bandwidth_agrees_with_zns_bench_on_seqwrite() {
     let Some((engine, _one)) = engine() else {
@@ -243,19 +246,29 @@ fn fio_bandwidth_agrees_with_zns_bench_on_seqwrite() {
     let dir = TempDir::new("compare");
     let text = with_global_options(&example("seqwrite"), &["runtime=3"]);
     let file = dir.file("seqwrite.fio", &engine.job_text(&text));
-    let run = engine.run(&[file], &[]).unwrap();
-    assert!(run.success, "{}", run.stderr);
-    let fio = group_bandwidths(&run.json)[0].write_bytes_per_s;
     let bench = bench_json(&[(text, "seqwrite.fio".into())], 1).unwrap();
     let bench = group_bandwidths(&bench)[0].write_bytes_per_s;
-    let gap = (fio - bench) / bench;
-    eprintln!(
-        "seqwrite: fio {:.0} MiB/s, zns bench {:.0} MiB/s, gap {:+.2}%",
-        fio / 1048576.0,
-        bench / 1048576.0,
-        gap * 100.0
+    let mut gaps = Vec::new();
+    for _attempt in 0..2 {
+        let run = engine.run(std::slice::from_ref(&file), &[]).unwrap();
+        assert!(run.success, "{}", run.stderr);
+        let fio = group_bandwidths(&run.json)[0].write_bytes_per_s;
+        let gap = (fio - bench) / bench;
+        eprintln!(
+            "seqwrite: fio {:.0} MiB/s, zns bench {:.0} MiB/s, gap {:+.2}%",
+            fio / 1048576.0,
+            bench / 1048576.0,
+            gap * 100.0
+        );
+        if gap.abs() < 0.10 {
+            return;
+        }
+        gaps.push(format!("{:+.1}%", gap * 100.0));
+    }
+    panic!(
+        "fio's bandwidth is off by {} in both runs",
+        gaps.join(" and ")
     );
-    assert!(gap.abs() < 0.10, "gap {:.1}%", gap * 100.0);
 }
 
 /// A RAID-5 array of emulated devices is a target like any other: fio

@@ -111,7 +111,7 @@ pub(crate) enum SubIo {
     Write {
         dev: u32,
         off: u64,
-        data: Vec<u8>,
+        data: Payload,
         gate: Gate,
     },
     /// Host data: bytes `range` of the logical write's data (which the write's
@@ -132,6 +132,23 @@ pub(crate) enum SubIo {
         dev: u32,
         rec: Record,
     },
+}
+
+/// The bytes of a parity or log sub-I/O: computed into a pooled buffer, or
+/// (timing-only arrays, `RaidOptions::timing_only`) that many zero bytes.
+pub(crate) enum Payload {
+    Bytes(Vec<u8>),
+    Zeros(usize),
+}
+
+impl Payload {
+    /// The bytes as an owned buffer (for a log record).
+    pub(crate) fn into_vec(self) -> Vec<u8> {
+        match self {
+            Payload::Bytes(v) => v,
+            Payload::Zeros(n) => vec![0; n],
+        }
+    }
 }
 
 struct Piece {
@@ -395,6 +412,8 @@ pub(crate) struct Inner {
     /// Byte buffers for sub-I/O payloads and the copies of write data,
     /// reused instead of allocated per command.
     pub pool: RefCell<Vec<Vec<u8>>>,
+    /// One chunk of zero bytes: what a timing-only array's sub-I/Os carry.
+    pub zeros: Vec<u8>,
     /// Wakes waiters of one logical zone's progress only (completed prefix,
     /// in-flight count): piece completions need not wake gated sub-I/Os.
     pub pwake: Vec<Notify>,
@@ -570,6 +589,16 @@ impl Inner {
         let end = off + nlb;
         let array_id = self.array_id.get();
         let keep = self.opts.variant.pp_log_zone();
+        let timing_only = self.opts.timing_only;
+        // "XOR of data chunks 0..=m at in-chunk blocks [x, y)" of the stripe
+        // being filled (zeros of that size in a timing-only array)
+        let parity = |z: &ZoneRt, m: u32, x: u64, y: u64, rel: usize, src: &[u8]| {
+            if timing_only {
+                Payload::Zeros((y - x) as usize * b)
+            } else {
+                Payload::Bytes(z.parity_through(self.take_buf(), b, c, m, x, y, rel, src))
+            }
+        };
         let mut pieces = Vec::with_capacity(((end - 1) / sl - off / sl + 1) as usize);
         let mut s = off / sl;
         while s * sl < end {
@@ -585,7 +614,11 @@ impl Inner {
             debug_assert_eq!(a - s * sl, z.filled, "piece not at the stripe's fill");
             let rel = ((a - s * sl) as usize) * b;
             let src = &data[((a - off) as usize) * b..((e - off) as usize) * b];
-            z.absorb(b, c as usize * b, src, keep);
+            if timing_only {
+                z.filled += e - a;
+            } else {
+                z.absorb(b, c as usize * b, src, keep);
+            }
             // data sub-I/Os, one per chunk portion
             let mut x = a;
             while x < e {
@@ -605,7 +638,7 @@ impl Inner {
             if e == (s + 1) * sl {
                 // full parity (what is not already written in place)
                 let p0 = z.par_prefix;
-                let fp = z.parity_through(self.take_buf(), b, c, nd - 1, p0, c, rel, src);
+                let fp = parity(z, nd - 1, p0, c, rel, src);
                 ios.push(SubIo::Write {
                     dev: l.parity_dev(zone, s),
                     off: l.member_off(s, p0),
@@ -632,7 +665,7 @@ impl Inner {
                     if self.opts.variant.pp_log_zone() {
                         // RAIZN: every PP is appended to the PP log zone of
                         // the stripe's parity member (permanent)
-                        let pp = z.parity_through(self.take_buf(), b, c, m, x0, y0, rel, src);
+                        let pp = parity(z, m, x0, y0, rel, src).into_vec();
                         st.seq += 1;
                         ios.push(SubIo::PpLog {
                             dev: l.parity_dev(zone, s),
@@ -651,7 +684,7 @@ impl Inner {
                     if m == nd - 1 {
                         // last data chunk: its partial parity goes in place
                         let x0 = x0.min(z.par_prefix);
-                        let pp = z.parity_through(self.take_buf(), b, c, m, x0, y0, rel, src);
+                        let pp = parity(z, m, x0, y0, rel, src);
                         ios.push(SubIo::Write {
                             dev: l.parity_dev(zone, s),
                             off: l.member_off(s, x0),
@@ -662,7 +695,7 @@ impl Inner {
                         st.stats.parity_blocks += y0 - x0;
                         continue;
                     }
-                    let pp = z.parity_through(self.take_buf(), b, c, m, x0, y0, rel, src);
+                    let pp = parity(z, m, x0, y0, rel, src);
                     match l.slot_row(s) {
                         Some(row) => {
                             ios.push(SubIo::Write {
@@ -684,7 +717,7 @@ impl Inner {
                                     gen: z.gen,
                                     seq: st.seq,
                                     f: [s, m as u64, x0, y0 - x0, 0, 0],
-                                    payload: pp,
+                                    payload: pp.into_vec(),
                                 },
                             });
                             st.stats.pp_md_blocks += y0 - x0;
@@ -750,12 +783,21 @@ pub(crate) async fn run_subio(
         SubIo::Write {
             dev,
             off,
-            data,
+            data: Payload::Bytes(data),
             gate,
         } => {
             let r = member_write(inner, zone, gen, dev, off, &data, gate, fua).await;
             inner.put_buf(data);
             r
+        }
+        SubIo::Write {
+            dev,
+            off,
+            data: Payload::Zeros(n),
+            gate,
+        } => {
+            let data = inner.zeros.get(..n).ok_or(NvmeStatus::InternalError)?;
+            member_write(inner, zone, gen, dev, off, data, gate, fua).await
         }
         SubIo::Data {
             dev,
@@ -763,7 +805,12 @@ pub(crate) async fn run_subio(
             range,
             gate,
         } => {
-            let data = shared.get(range).ok_or(NvmeStatus::InternalError)?;
+            let data = if inner.opts.timing_only {
+                inner.zeros.get(..range.len())
+            } else {
+                shared.get(range)
+            };
+            let data = data.ok_or(NvmeStatus::InternalError)?;
             member_write(inner, zone, gen, dev, off, data, gate, fua).await
         }
     }
@@ -992,7 +1039,8 @@ fn partial_stripes_on(inner: &Inner, dev: u32) -> Vec<Record> {
     for (zone, z) in st.z.iter().enumerate() {
         let zone = zone as u32;
         let s = z.buf_stripe;
-        if z.buf.is_empty() || !z.ready || l.parity_dev(zone, s) != dev {
+        let kept = inner.opts.timing_only || !z.buf.is_empty();
+        if !kept || !z.ready || l.parity_dev(zone, s) != dev {
             continue;
         }
         let filled = z.submit_end.saturating_sub(s * l.stripe_lbas());
@@ -1000,7 +1048,12 @@ fn partial_stripes_on(inner: &Inner, dev: u32) -> Vec<Record> {
             continue;
         }
         seq += 1;
-        let bytes = (filled as usize * inner.lba_bytes()).min(z.buf.len());
+        let bytes = filled as usize * inner.lba_bytes();
+        let payload = if inner.opts.timing_only {
+            vec![0; bytes]
+        } else {
+            z.buf[..bytes.min(z.buf.len())].to_vec()
+        };
         out.push(Record {
             kind: RecordKind::Pp,
             array_id: inner.array_id.get(),
@@ -1009,7 +1062,7 @@ fn partial_stripes_on(inner: &Inner, dev: u32) -> Vec<Record> {
             seq,
             // raw data of the partial stripe (f[4] = 1), as RAIZN's GC keeps it
             f: [s, 0, 0, filled, 1, 0],
-            payload: z.buf[..bytes].to_vec(),
+            payload,
         });
     }
     st.seq = seq;
@@ -1315,7 +1368,7 @@ pub(crate) async fn log_wp(
             Some(row) => SubIo::Write {
                 dev,
                 off: l.member_off(row, idx % l.wplog_slots()),
-                data: entry.encode(inner.lba_bytes()),
+                data: Payload::Bytes(entry.encode(inner.lba_bytes())),
                 gate: Gate::Slot,
             },
             None => SubIo::Md {
@@ -1514,7 +1567,9 @@ impl RaidArray {
             pieces,
             {
                 let mut copy = inner.take_buf();
-                copy.extend_from_slice(data);
+                if !inner.opts.timing_only {
+                    copy.extend_from_slice(data);
+                }
                 copy
             },
             fua,

@@ -207,6 +207,13 @@ pub struct RaidOptions {
     /// copying, parity). Work of zones sharing a FIFO is serial: RAIZN's one
     /// work queue is its bottleneck, RAIZN+ and the others have one per zone.
     pub worker_ns_per_write: u64,
+    /// Timing only: skip the bytes. Data and parity sub-I/Os carry zero-filled
+    /// blocks of the sizes they would have, the stripe buffers and running
+    /// parity are not kept, and partial parity records hold zeros; the member
+    /// commands, their sizes and order, and so the timing, are the same. For
+    /// arrays whose members keep no data anyway (`zns bench`'s `raid:`
+    /// targets): what such an array reads back is zeros, not what was written.
+    pub timing_only: bool,
 }
 
 impl Default for RaidOptions {
@@ -218,6 +225,7 @@ impl Default for RaidOptions {
             variant: Variant::Zraid,
             progress_per_write: false,
             worker_ns_per_write: DEFAULT_WORKER_NS_PER_WRITE,
+            timing_only: false,
         }
     }
 }

@@ -281,6 +281,11 @@ fn new_inner(
         wake: Notify::new(),
         zwake: (0..zcount).map(|_| Notify::new()).collect(),
         pool: RefCell::new(Vec::new()),
+        zeros: if opts.timing_only {
+            vec![0; layout.chunk_lbas as usize * layout.lba_bytes as usize]
+        } else {
+            Vec::new()
+        },
         pwake: (0..zcount).map(|_| Notify::new()).collect(),
     }))
 }
