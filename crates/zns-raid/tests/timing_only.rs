@@ -5,12 +5,9 @@
 
 mod support;
 
-use rand::Rng;
 use support::*;
-use zns_core::{IoFlags, ZonedDevice};
-use zns_raid::{RaidArray, RaidOptions, RaidStats, Variant};
-use zns_sim::timing::HostStack;
-use zns_sim::{Runtime, SimRng};
+use zns_raid::{RaidOptions, RaidStats, Variant};
+use zns_sim::Runtime;
 
 /// What one run left behind that depends on the commands sent.
 #[derive(Debug, PartialEq)]
@@ -30,56 +27,8 @@ fn run(variant: Variant, timing_only: bool, seed: u64, zones: u32) -> Outcome {
         timing_only,
         ..RaidOptions::default()
     };
-    let ctrls = controllers(&rt, &small_zn540(), 5);
-    let stack = if variant.members_mq_deadline() {
-        HostStack::IoUringMqDeadline
-    } else {
-        HostStack::IoUringNone
-    };
-    for c in &ctrls {
-        c.set_host_stack(stack);
-    }
-    let h = rt.handle();
-    let a = rt
-        .block_on(RaidArray::create(&h, devs(&ctrls), opts))
-        .unwrap();
-    let cfg = a.config().clone();
-    let b = cfg.lba_bytes as u64;
-    let mut rng = SimRng::from_seed_u64(seed);
-    let mut n = 0u64;
-    for z in 0..zones {
-        let start = z as u64 * cfg.zone_size_lbas;
-        let mut off = 0;
-        let mut batch = Vec::new();
-        while off < cfg.zone_capacity_lbas {
-            let nlb = rng.gen_range(1..=40u64).min(cfg.zone_capacity_lbas - off);
-            let data: Vec<u8> = (0..nlb)
-                .flat_map(|i| block_data(start + off + i, 3, b as usize))
-                .collect();
-            n += 1;
-            let flags = if n % 7 == 0 {
-                IoFlags::FUA
-            } else {
-                IoFlags::NONE
-            };
-            let a2 = a.clone();
-            let slba = start + off;
-            batch.push(h.spawn(async move { a2.write(slba, &data, flags).await }));
-            off += nlb;
-            if batch.len() >= 16 {
-                rt.block_on(async {
-                    for t in batch.drain(..) {
-                        t.await.unwrap();
-                    }
-                });
-            }
-        }
-        rt.block_on(async {
-            for t in batch.drain(..) {
-                t.await.unwrap();
-            }
-        });
-    }
+    let (ctrls, a) = variant_array(&mut rt, opts);
+    fill_zones(&mut rt, &a, zones, 16, seed, 3, 7);
     rt.block_on(a.quiesce());
     Outcome {
         array: a.stats(),

@@ -9,7 +9,6 @@ use rand::Rng;
 use support::*;
 use zns_core::{IoFlags, ZoneAction, ZoneSendCmd, ZonedDevice};
 use zns_raid::{RaidArray, RaidOptions, RaidStats, Variant};
-use zns_sim::timing::HostStack;
 use zns_sim::{Runtime, SimRng};
 
 /// Writes `zones` logical zones full with random request sizes at queue
@@ -21,49 +20,10 @@ fn fill_and_check(variant: Variant, seed: u64, zones: u32, qd: usize) -> RaidSta
         variant,
         ..RaidOptions::default()
     };
-    let ctrls = controllers(&rt, &small_zn540(), 5);
-    let stack = if variant.members_mq_deadline() {
-        HostStack::IoUringMqDeadline
-    } else {
-        HostStack::IoUringNone
-    };
-    for c in &ctrls {
-        c.set_host_stack(stack);
-    }
-    let h = rt.handle();
-    let a = rt
-        .block_on(RaidArray::create(&h, devs(&ctrls), opts))
-        .unwrap();
+    let (_ctrls, a) = variant_array(&mut rt, opts);
+    fill_zones(&mut rt, &a, zones, qd, seed, 9, 0);
     let cfg = a.config().clone();
     let b = cfg.lba_bytes as u64;
-    let mut rng = SimRng::from_seed_u64(seed);
-    for z in 0..zones {
-        let start = z as u64 * cfg.zone_size_lbas;
-        let mut off = 0;
-        let mut batch = Vec::new();
-        while off < cfg.zone_capacity_lbas {
-            let nlb = rng.gen_range(1..=40u64).min(cfg.zone_capacity_lbas - off);
-            let data: Vec<u8> = (0..nlb)
-                .flat_map(|i| block_data(start + off + i, 9, b as usize))
-                .collect();
-            let a2 = a.clone();
-            let slba = start + off;
-            batch.push(h.spawn(async move { a2.write(slba, &data, IoFlags::NONE).await }));
-            off += nlb;
-            if batch.len() >= qd {
-                rt.block_on(async {
-                    for t in batch.drain(..) {
-                        t.await.unwrap();
-                    }
-                });
-            }
-        }
-        rt.block_on(async {
-            for t in batch.drain(..) {
-                t.await.unwrap();
-            }
-        });
-    }
     rt.block_on(a.quiesce());
     let check = |rt: &mut Runtime, a: &RaidArray| {
         for z in 0..zones {

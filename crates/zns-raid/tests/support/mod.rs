@@ -4,11 +4,12 @@
 
 use std::rc::Rc;
 
-use zns_core::ZonedDevice;
+use rand::Rng;
+use zns_core::{IoFlags, ZonedDevice};
 use zns_device::{Controller, ControllerOptions, Profile, StoreKind};
 use zns_raid::{RaidArray, RaidError, RaidOptions};
 use zns_sim::timing::HostStack;
-use zns_sim::Runtime;
+use zns_sim::{Runtime, SimRng};
 
 pub fn profile(name: &str, overrides: &[(&str, &str)]) -> Profile {
     let p = Profile::builtin(name).unwrap();
@@ -76,6 +77,77 @@ pub fn create(
     let h = rt.handle();
     let a = rt.block_on(RaidArray::create(&h, devs(&ctrls), opts))?;
     Ok((ctrls, a))
+}
+
+/// A 5-member array of `small_zn540`s built with `opts`, the members' host
+/// stack as `opts.variant` says (mq-deadline for the RAIZN family and Z).
+pub fn variant_array(rt: &mut Runtime, opts: RaidOptions) -> (Vec<Controller>, RaidArray) {
+    let stack = if opts.variant.members_mq_deadline() {
+        HostStack::IoUringMqDeadline
+    } else {
+        HostStack::IoUringNone
+    };
+    let ctrls = controllers(rt, &small_zn540(), 5);
+    for c in &ctrls {
+        c.set_host_stack(stack);
+    }
+    let h = rt.handle();
+    let a = rt
+        .block_on(RaidArray::create(&h, devs(&ctrls), opts))
+        .unwrap();
+    (ctrls, a)
+}
+
+/// Writes logical zones `0..zones` of `a` full with `block_data(lba, salt)`
+/// in requests of 1–40 blocks (sizes from `seed`) at queue depth `qd`; every
+/// `fua_every`-th request is FUA (0: none).
+pub fn fill_zones(
+    rt: &mut Runtime,
+    a: &RaidArray,
+    zones: u32,
+    qd: usize,
+    seed: u64,
+    salt: u64,
+    fua_every: u64,
+) {
+    let h = rt.handle();
+    let cfg = a.config().clone();
+    let b = cfg.lba_bytes as u64;
+    let mut rng = SimRng::from_seed_u64(seed);
+    let mut n = 0u64;
+    for z in 0..zones {
+        let start = z as u64 * cfg.zone_size_lbas;
+        let mut off = 0;
+        let mut batch = Vec::new();
+        while off < cfg.zone_capacity_lbas {
+            let nlb = rng.gen_range(1..=40u64).min(cfg.zone_capacity_lbas - off);
+            let data: Vec<u8> = (0..nlb)
+                .flat_map(|i| block_data(start + off + i, salt, b as usize))
+                .collect();
+            n += 1;
+            let flags = if fua_every > 0 && n % fua_every == 0 {
+                IoFlags::FUA
+            } else {
+                IoFlags::NONE
+            };
+            let a2 = a.clone();
+            let slba = start + off;
+            batch.push(h.spawn(async move { a2.write(slba, &data, flags).await }));
+            off += nlb;
+            if batch.len() >= qd {
+                rt.block_on(async {
+                    for t in batch.drain(..) {
+                        t.await.unwrap();
+                    }
+                });
+            }
+        }
+        rt.block_on(async {
+            for t in batch.drain(..) {
+                t.await.unwrap();
+            }
+        });
+    }
 }
 
 /// Deterministic test data for logical LBA `lba`, block size `b`, salted.
