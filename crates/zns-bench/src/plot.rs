@@ -6,8 +6,8 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use plotters::coord::types::RangedCoordf64;
-use plotters::prelude::*;
+use zns_plot::plotters::prelude::*;
+use zns_plot::{color, draw_legend, frame, line, Axes, FULL};
 
 use crate::fidelity::CurveResult;
 
@@ -61,35 +61,6 @@ pub fn curve_csv(c: &CurveResult) -> String {
         out.push('\n');
     }
     out
-}
-
-/// The line colours of every figure zns-bench draws, in series order.
-pub(crate) const COLORS: [RGBColor; 8] = [
-    RGBColor(31, 119, 180),
-    RGBColor(214, 39, 40),
-    RGBColor(44, 160, 44),
-    RGBColor(255, 127, 14),
-    RGBColor(148, 103, 189),
-    RGBColor(140, 86, 75),
-    RGBColor(227, 119, 194),
-    RGBColor(23, 190, 207),
-];
-
-/// Draws the series legend of `chart` in the figures' common style
-/// (translucent white box, black border).
-pub(crate) fn draw_legend<'a, DB: DrawingBackend + 'a>(
-    chart: &mut ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
-    position: SeriesLabelPosition,
-    font_px: u32,
-) -> Result<(), String> {
-    chart
-        .configure_series_labels()
-        .position(position)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font(("sans-serif", font_px))
-        .draw()
-        .map_err(|e| e.to_string())
 }
 
 fn axis_value(v: f64, log: bool) -> Option<f64> {
@@ -183,48 +154,33 @@ pub fn draw_png(c: &CurveResult, path: &Path) -> Result<(), String> {
 
     let root = BitMapBackend::new(path, (1000, 650)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| err(&e))?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(&c.title, ("sans-serif", 24))
-        .margin(15)
-        .x_label_area_size(50)
-        .y_label_area_size(80)
-        .build_cartesian_2d(x0..x1, y0..y1)
-        .map_err(|e| err(&e))?;
     let (lx, ly) = (c.log_x, c.log_y);
     let x_fmt = move |v: &f64| tick_label(*v, lx);
     let y_fmt = move |v: &f64| tick_label(*v, ly);
-    chart
-        .configure_mesh()
-        .x_desc(if c.log_x {
-            format!("{} (log scale)", c.x_label)
+    let scale = |label: &str, log: bool| {
+        if log {
+            format!("{label} (log scale)")
         } else {
-            c.x_label.clone()
-        })
-        .y_desc(if c.log_y {
-            format!("{} (log scale)", c.y_label)
-        } else {
-            c.y_label.clone()
-        })
-        .axis_desc_style(("sans-serif", 18))
-        .label_style(("sans-serif", 15))
-        .x_label_formatter(&x_fmt)
-        .y_label_formatter(&y_fmt)
-        .light_line_style(RGBColor(235, 235, 235))
-        .draw()
-        .map_err(|e| err(&e))?;
+            label.to_string()
+        }
+    };
+    let (x_label, y_label) = (scale(&c.x_label, c.log_x), scale(&c.y_label, c.log_y));
+    let axes = Axes {
+        x_format: Some(&x_fmt),
+        y_format: Some(&y_fmt),
+        ..Axes::new(&c.title, &x_label, &y_label, x0..x1, y0..y1)
+    };
+    let mut chart = frame(&root, &axes, FULL)?;
     for (i, s) in c.series.iter().enumerate() {
-        let color = COLORS[i % COLORS.len()];
+        let color = color(i);
         if !emu[i].is_empty() {
-            chart
-                .draw_series(LineSeries::new(emu[i].clone(), color.stroke_width(2)))
-                .map_err(|e| err(&e))?
-                .label(format!("{} (emulated)", s.label))
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(2))
-                });
-            chart
-                .draw_series(emu[i].iter().map(|p| Circle::new(*p, 4, color.filled())))
-                .map_err(|e| err(&e))?;
+            line(
+                &mut chart,
+                &emu[i],
+                color,
+                &format!("{} (emulated)", s.label),
+                Some(4),
+            )?;
         }
         if !meas[i].is_empty() {
             chart
@@ -241,7 +197,7 @@ pub fn draw_png(c: &CurveResult, path: &Path) -> Result<(), String> {
                 .legend(move |(x, y)| Cross::new((x + 12, y), 6, color.stroke_width(2)));
         }
     }
-    draw_legend(&mut chart, SeriesLabelPosition::UpperLeft, 15).map_err(|e| err(&e))?;
+    draw_legend(&mut chart, SeriesLabelPosition::UpperLeft, FULL.labels_px)?;
     root.present().map_err(|e| err(&e))?;
     Ok(())
 }

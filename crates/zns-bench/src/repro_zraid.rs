@@ -20,13 +20,13 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use plotters::prelude::*;
 use serde::Serialize;
+use zns_plot::plotters::prelude::*;
 use zns_raid::{RaidStats, Variant};
 
 use crate::job::parse_args;
-use crate::plot::{draw_legend, COLORS};
 use crate::run::run_jobs;
+use zns_plot::{color, draw_legend, frame, line, Axes, PANEL};
 
 /// The figures `zns repro zraid` can produce.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -512,13 +512,6 @@ fn draw(
         (0.0, 1.0)
     };
     for (panel, area) in panels.iter().zip(areas.iter()) {
-        let mut chart = ChartBuilder::on(area)
-            .caption(&panel.title, ("sans-serif", 16))
-            .margin(8)
-            .x_label_area_size(35)
-            .y_label_area_size(55)
-            .build_cartesian_2d(x0..x1, 0.0..ymax.max(1.0))
-            .map_err(|e| err(&e))?;
         let xf = move |v: &f64| {
             if x_log2 {
                 format!("{}k", 2f64.powf(*v).round())
@@ -526,28 +519,15 @@ fn draw(
                 format!("{v:.0}")
             }
         };
-        chart
-            .configure_mesh()
-            .x_labels(8)
-            .x_label_formatter(&xf)
-            .y_desc(y_label)
-            .label_style(("sans-serif", 12))
-            .light_line_style(RGBColor(235, 235, 235))
-            .draw()
-            .map_err(|e| err(&e))?;
+        let axes = Axes {
+            x_format: Some(&xf),
+            x_ticks: Some(8),
+            ..Axes::new(&panel.title, "", y_label, x0..x1, 0.0..ymax.max(1.0))
+        };
+        let mut chart = frame(area, &axes, PANEL).map_err(|e| err(&e))?;
         for (i, (label, pts)) in panel.series.iter().enumerate() {
-            let c = COLORS[i % COLORS.len()];
             let pts: Vec<(f64, f64)> = pts.iter().map(|&(x, y)| (tx(x), y)).collect();
-            chart
-                .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))
-                .map_err(|e| err(&e))?
-                .label(label.clone())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
-                });
-            chart
-                .draw_series(pts.iter().map(|p| Circle::new(*p, 3, c.filled())))
-                .map_err(|e| err(&e))?;
+            line(&mut chart, &pts, color(i), label, Some(3)).map_err(|e| err(&e))?;
         }
         for &(a, b, y) in &panel.bounds {
             let (a, b) = (tx(a) - 0.25, tx(b) + 0.25);

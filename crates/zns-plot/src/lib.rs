@@ -1,0 +1,267 @@
+//! Figures of znskit: one look for every PNG the tools draw. This crate owns
+//! the palette ([`COLORS`]), the chart frame (caption, axis descriptions,
+//! light grid: [`frame`]), a line series with its legend entry ([`line`]),
+//! the legend box ([`draw_legend`]) and the plain line chart of time series
+//! ([`line_chart`]). zns-bench (fidelity curves, `zns repro zraid`) and
+//! zns-cache (cache time series) draw through it; what is particular to a
+//! figure (log axes, measured points, bounds) stays with its owner.
+
+use std::ops::Range;
+use std::path::Path;
+
+use plotters::coord::types::RangedCoordf64;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+pub use plotters;
+
+/// The line colours, in series order.
+pub const COLORS: [RGBColor; 8] = [
+    RGBColor(31, 119, 180),
+    RGBColor(214, 39, 40),
+    RGBColor(44, 160, 44),
+    RGBColor(255, 127, 14),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(23, 190, 207),
+];
+
+/// The colour of series `i`.
+pub fn color(i: usize) -> RGBColor {
+    COLORS[i % COLORS.len()]
+}
+
+/// A chart with two linear f64 axes.
+pub type Chart2d<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// Text sizes of a figure, in pixels, and the space around its plot.
+#[derive(Debug, Clone, Copy)]
+pub struct Style {
+    pub caption_px: u32,
+    pub axis_desc_px: u32,
+    pub labels_px: u32,
+    pub margin_px: u32,
+    pub x_label_area_px: u32,
+    pub y_label_area_px: u32,
+}
+
+/// A figure of its own (1000 px wide).
+pub const FULL: Style = Style {
+    caption_px: 24,
+    axis_desc_px: 18,
+    labels_px: 15,
+    margin_px: 15,
+    x_label_area_px: 50,
+    y_label_area_px: 80,
+};
+
+/// One of several panels side by side.
+pub const PANEL: Style = Style {
+    caption_px: 16,
+    axis_desc_px: 13,
+    labels_px: 12,
+    margin_px: 8,
+    x_label_area_px: 35,
+    y_label_area_px: 55,
+};
+
+/// Tick label text of an axis value.
+pub type TickFormat<'f> = &'f dyn Fn(&f64) -> String;
+
+/// What a chart's frame shows: caption, axis descriptions (empty: none),
+/// ranges and optional tick formats.
+pub struct Axes<'f> {
+    pub title: &'f str,
+    pub x_label: &'f str,
+    pub y_label: &'f str,
+    pub x: Range<f64>,
+    pub y: Range<f64>,
+    pub x_format: Option<TickFormat<'f>>,
+    pub y_format: Option<TickFormat<'f>>,
+    /// Tick count on the x axis (plotters' default when `None`).
+    pub x_ticks: Option<usize>,
+}
+
+impl<'f> Axes<'f> {
+    /// Linear axes with default ticks.
+    pub fn new(
+        title: &'f str,
+        x_label: &'f str,
+        y_label: &'f str,
+        x: Range<f64>,
+        y: Range<f64>,
+    ) -> Self {
+        Axes {
+            title,
+            x_label,
+            y_label,
+            x,
+            y,
+            x_format: None,
+            y_format: None,
+            x_ticks: None,
+        }
+    }
+}
+
+/// Draws the frame of a chart (caption, grid, axes) on `area`.
+pub fn frame<'a, DB: DrawingBackend + 'a>(
+    area: &'a DrawingArea<DB, Shift>,
+    axes: &Axes<'_>,
+    style: Style,
+) -> Result<Chart2d<'a, DB>, String> {
+    let mut chart = ChartBuilder::on(area)
+        .caption(axes.title, ("sans-serif", style.caption_px))
+        .margin(style.margin_px)
+        .x_label_area_size(style.x_label_area_px)
+        .y_label_area_size(style.y_label_area_px)
+        .build_cartesian_2d(axes.x.clone(), axes.y.clone())
+        .map_err(|e| e.to_string())?;
+    let mut mesh = chart.configure_mesh();
+    mesh.axis_desc_style(("sans-serif", style.axis_desc_px))
+        .label_style(("sans-serif", style.labels_px))
+        .light_line_style(RGBColor(235, 235, 235));
+    if !axes.x_label.is_empty() {
+        mesh.x_desc(axes.x_label);
+    }
+    if !axes.y_label.is_empty() {
+        mesh.y_desc(axes.y_label);
+    }
+    if let Some(f) = axes.x_format {
+        mesh.x_label_formatter(f);
+    }
+    if let Some(f) = axes.y_format {
+        mesh.y_label_formatter(f);
+    }
+    if let Some(n) = axes.x_ticks {
+        mesh.x_labels(n);
+    }
+    mesh.draw().map_err(|e| e.to_string())?;
+    Ok(chart)
+}
+
+/// Draws a line through `points` in `color` with a legend entry `label`,
+/// and a filled circle of `marker_px` at each point when given.
+pub fn line<'a, DB: DrawingBackend + 'a>(
+    chart: &mut Chart2d<'a, DB>,
+    points: &[(f64, f64)],
+    color: RGBColor,
+    label: &str,
+    marker_px: Option<u32>,
+) -> Result<(), String> {
+    chart
+        .draw_series(LineSeries::new(
+            points.iter().copied(),
+            color.stroke_width(2),
+        ))
+        .map_err(|e| e.to_string())?
+        .label(label)
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(2)));
+    if let Some(px) = marker_px {
+        chart
+            .draw_series(points.iter().map(|p| Circle::new(*p, px, color.filled())))
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// Draws the series legend of `chart` (translucent white box, black border).
+pub fn draw_legend<'a, DB: DrawingBackend + 'a>(
+    chart: &mut Chart2d<'a, DB>,
+    position: SeriesLabelPosition,
+    font_px: u32,
+) -> Result<(), String> {
+    chart
+        .configure_series_labels()
+        .position(position)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", font_px))
+        .draw()
+        .map_err(|e| e.to_string())
+}
+
+/// A line chart: title, axis descriptions and named series of (x, y).
+#[derive(Debug, Clone)]
+pub struct LineChart {
+    pub title: String,
+    pub x_label: String,
+    pub y_label: String,
+    pub series: Vec<(String, Vec<(f64, f64)>)>,
+}
+
+/// The range of `values` (finite ones) from 0 when all are positive, with
+/// 5 % headroom; (0, 1) when there are none.
+pub fn range_from_zero(values: impl Iterator<Item = f64>) -> Range<f64> {
+    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    for v in values.filter(|v| v.is_finite()) {
+        lo = lo.min(v);
+        hi = hi.max(v);
+    }
+    if !lo.is_finite() {
+        return 0.0..1.0;
+    }
+    lo = lo.min(0.0);
+    if hi <= lo {
+        hi = lo + 1.0;
+    }
+    lo..hi + (hi - lo) * 0.05
+}
+
+/// Draws `chart` into a 1000 × 600 PNG at `path`, one colour per series.
+pub fn line_chart(chart: &LineChart, path: &Path) -> Result<(), String> {
+    let points = || chart.series.iter().flat_map(|s| s.1.iter());
+    let axes = Axes::new(
+        &chart.title,
+        &chart.x_label,
+        &chart.y_label,
+        range_from_zero(points().map(|p| p.0)),
+        range_from_zero(points().map(|p| p.1)),
+    );
+    let root = BitMapBackend::new(path, (1000, 600)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| e.to_string())?;
+    let mut c = frame(&root, &axes, FULL)?;
+    for (i, (label, points)) in chart.series.iter().enumerate() {
+        line(&mut c, points, color(i), label, None)?;
+    }
+    draw_legend(&mut c, SeriesLabelPosition::UpperRight, FULL.labels_px)?;
+    root.present().map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_start_at_zero_for_positive_values_and_have_headroom() {
+        let r = range_from_zero([2.0, 10.0, f64::NAN].into_iter());
+        assert_eq!(r.start, 0.0);
+        assert!((r.end - 10.5).abs() < 1e-9, "{r:?}");
+        let r = range_from_zero([-4.0, 4.0].into_iter());
+        assert_eq!(r.start, -4.0);
+        assert!((r.end - 4.4).abs() < 1e-9, "{r:?}");
+        assert_eq!(range_from_zero(std::iter::empty()), 0.0..1.0);
+        assert_eq!(range_from_zero([0.0].into_iter()), 0.0..1.0 + 0.05);
+    }
+
+    #[test]
+    fn a_line_chart_is_a_png_file() {
+        let dir = std::env::temp_dir().join(format!("zns-plot-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("chart.png");
+        let chart = LineChart {
+            title: "t".into(),
+            x_label: "x".into(),
+            y_label: "y".into(),
+            series: vec![
+                ("a".into(), vec![(0.0, 1.0), (1.0, 2.0)]),
+                ("b".into(), vec![]),
+            ],
+        };
+        line_chart(&chart, &path).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
