@@ -126,11 +126,12 @@ pub(crate) enum SubIo {
         dev: u32,
         rec: Record,
     },
-    /// Partial parity appended to a member's PP log zone (RAIZN), with or
-    /// without a metadata header block.
+    /// Partial parity `pp` appended to a member's PP log zone (RAIZN), with
+    /// or without a metadata header block (`rec`, its payload left empty).
     PpLog {
         dev: u32,
         rec: Record,
+        pp: Payload,
     },
 }
 
@@ -412,7 +413,8 @@ pub(crate) struct Inner {
     /// Byte buffers for sub-I/O payloads and the copies of write data,
     /// reused instead of allocated per command.
     pub pool: RefCell<Vec<Vec<u8>>>,
-    /// One chunk of zero bytes: what a timing-only array's sub-I/Os carry.
+    /// A chunk and a block of zero bytes: what a timing-only array's sub-I/Os
+    /// (data, parity, PP records with their header) carry.
     pub zeros: Vec<u8>,
     /// Wakes waiters of one logical zone's progress only (completed prefix,
     /// in-flight count): piece completions need not wake gated sub-I/Os.
@@ -665,7 +667,7 @@ impl Inner {
                     if self.opts.variant.pp_log_zone() {
                         // RAIZN: every PP is appended to the PP log zone of
                         // the stripe's parity member (permanent)
-                        let pp = parity(z, m, x0, y0, rel, src).into_vec();
+                        let pp = parity(z, m, x0, y0, rel, src);
                         st.seq += 1;
                         ios.push(SubIo::PpLog {
                             dev: l.parity_dev(zone, s),
@@ -676,8 +678,9 @@ impl Inner {
                                 gen: z.gen,
                                 seq: st.seq,
                                 f: [s, m as u64, x0, y0 - x0, 0, 0],
-                                payload: pp,
+                                payload: Vec::new(),
                             },
+                            pp,
                         });
                         continue;
                     }
@@ -779,7 +782,7 @@ pub(crate) async fn run_subio(
     // common sub-I/O's future stays small (it is moved into a box per sub-I/O)
     match io {
         SubIo::Md { dev, rec } => Box::pin(md_append(inner, dev, rec)).await,
-        SubIo::PpLog { dev, rec } => Box::pin(pp_append(inner, dev, rec)).await,
+        SubIo::PpLog { dev, rec, pp } => Box::pin(pp_append(inner, dev, rec, pp)).await,
         SubIo::Write {
             dev,
             off,
@@ -898,20 +901,33 @@ pub(crate) async fn md_append(inner: &Rc<Inner>, dev: u32, rec: Record) -> Resul
 
 /// Appends a partial parity record to a member's PP log zone: a metadata
 /// header block and the PP (RAIZN, Z, Z+S), or the PP alone (Z+S+M).
-pub(crate) async fn pp_append(inner: &Rc<Inner>, dev: u32, rec: Record) -> Result<(), NvmeError> {
-    let header = inner.opts.variant.pp_header();
-    let pp_blocks = (rec.payload.len() / inner.lba_bytes()) as u64;
-    let data = if header {
-        rec.encode(inner.lba_bytes())
-    } else {
-        rec.payload
+pub(crate) async fn pp_append(
+    inner: &Rc<Inner>,
+    dev: u32,
+    mut rec: Record,
+    pp: Payload,
+) -> Result<(), NvmeError> {
+    let b = inner.lba_bytes();
+    let header_blocks = u64::from(inner.opts.variant.pp_header());
+    let data = match pp {
+        // timing only: the record's size in zeros (header included)
+        Payload::Zeros(n) => {
+            let len = header_blocks as usize * b + n;
+            match inner.zeros.get(..len) {
+                Some(z) => std::borrow::Cow::Borrowed(z),
+                None => std::borrow::Cow::Owned(vec![0; len]),
+            }
+        }
+        Payload::Bytes(v) if header_blocks > 0 => {
+            rec.payload = v;
+            std::borrow::Cow::Owned(rec.encode(b))
+        }
+        Payload::Bytes(v) => std::borrow::Cow::Owned(v),
     };
     log_append(inner, LogZone::Pp, dev, &data).await?;
     let mut st = inner.st.borrow_mut();
-    st.stats.pp_log_blocks += pp_blocks;
-    if header {
-        st.stats.pp_header_blocks += (data.len() / inner.lba_bytes()) as u64 - pp_blocks;
-    }
+    st.stats.pp_log_blocks += (data.len() / b) as u64 - header_blocks;
+    st.stats.pp_header_blocks += header_blocks;
     Ok(())
 }
 

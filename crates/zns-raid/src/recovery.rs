@@ -281,8 +281,9 @@ fn new_inner(
         wake: Notify::new(),
         zwake: (0..zcount).map(|_| Notify::new()).collect(),
         pool: RefCell::new(Vec::new()),
+        // a chunk and a record header block
         zeros: if opts.timing_only {
-            vec![0; layout.chunk_lbas as usize * layout.lba_bytes as usize]
+            vec![0; (layout.chunk_lbas as usize + 1) * layout.lba_bytes as usize]
         } else {
             Vec::new()
         },
