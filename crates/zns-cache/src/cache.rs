@@ -801,22 +801,29 @@ impl Cache {
     }
 
     /// Reads `nlb` blocks at `slba` into `buf` in io-size pieces, all in flight.
+    /// The bytes count as disk reads when they have all arrived (so the
+    /// disk throughput series follows the device window by window).
     async fn read_range(&self, slba: u64, buf: &mut [u8]) -> Result<(), NvmeError> {
         let piece = (self.geo.io_lbas * u64::from(self.geo.lba_bytes)) as usize;
+        let bytes = buf.len() as u64;
         if buf.len() <= piece {
-            return self.dev.read(slba, buf).await;
+            self.dev.read(slba, buf).await?;
+        } else {
+            let lba = u64::from(self.geo.lba_bytes);
+            let mut futs: Vec<Option<CmdFuture<'_, ()>>> = buf
+                .chunks_mut(piece)
+                .enumerate()
+                .map(|(i, b)| Some(self.dev.read(slba + (i * piece) as u64 / lba, b)))
+                .collect();
+            join_all(&mut futs).await?;
         }
-        let lba = u64::from(self.geo.lba_bytes);
-        let mut futs: Vec<Option<CmdFuture<'_, ()>>> = buf
-            .chunks_mut(piece)
-            .enumerate()
-            .map(|(i, b)| Some(self.dev.read(slba + (i * piece) as u64 / lba, b)))
-            .collect();
-        join_all(&mut futs).await.map(|_| ())
+        self.st.borrow_mut().counters.disk_read_bytes += bytes;
+        Ok(())
     }
 
     /// Writes `data` at `slba` (zone `zslba`) in pieces, all in flight, in
-    /// order; checks that each piece landed where expected.
+    /// order; checks that each piece landed where expected. The bytes count
+    /// as disk writes when all pieces have completed.
     async fn write_range(&self, zslba: u64, slba: u64, data: &[u8]) -> Result<(), CacheError> {
         let piece = (self.geo.io_lbas * u64::from(self.geo.lba_bytes)) as usize;
         let lba = u64::from(self.geo.lba_bytes);
@@ -844,6 +851,7 @@ impl Cache {
                 )));
             }
         }
+        self.st.borrow_mut().counters.disk_write_bytes += data.len() as u64;
         Ok(())
     }
 
@@ -887,7 +895,6 @@ impl Cache {
         let dt = self.handle.now_ns() - t0;
         let mut st = self.st.borrow_mut();
         st.lat.disk_read.record(dt);
-        st.counters.disk_read_bytes += self.geo.chunk_bytes;
         result
     }
 
@@ -927,7 +934,6 @@ impl Cache {
         let dt = self.handle.now_ns() - t0;
         let mut st = self.st.borrow_mut();
         st.lat.disk_write.record(dt);
-        st.counters.disk_write_bytes += self.geo.chunk_bytes;
         result
     }
 
@@ -957,9 +963,6 @@ impl Cache {
             off += n;
         }
         self.put_buffer(buf);
-        let mut st = self.st.borrow_mut();
-        st.counters.disk_read_bytes += self.geo.chunk_bytes;
-        st.counters.disk_write_bytes += self.geo.chunk_bytes;
         result
     }
 
