@@ -448,6 +448,7 @@ fn gc_experiment(ctx: &mut Ctx) -> Result<ExperimentResult, CacheError> {
         let z = ctx.run(&format!("ZNS-256M-UNIF-10-{rl}"), zs)?;
         let b = ctx.run(&format!("Block-256M-UNIF-10-{rl}"), bs)?;
         let mut change = [None, None];
+        let mut write_change = [None, None];
         for (i, (name, r, cap)) in [
             ("ZNS", &z.report, cache_bytes as f64),
             ("block", &b.report, bcap as f64),
@@ -457,20 +458,36 @@ fn gc_experiment(ctx: &mut Ctx) -> Result<ExperimentResult, CacheError> {
         {
             match time_of_written(r, cap, interval_s) {
                 Some(t_fill) => {
-                    let before = mean_between(r, 0.0, t_fill, |s| s.get_gib_s).unwrap_or(0.0);
+                    // from the first disk write on: before it the first
+                    // remote fetches are still under way and nothing can
+                    // complete (3.2 s of zeros would bias "before" low)
+                    let t_first = r
+                        .samples
+                        .iter()
+                        .find(|s| s.write_gib_s > 0.0)
+                        .map_or(0.0, |s| s.t_s);
+                    let before = mean_between(r, t_first, t_fill, |s| s.get_gib_s).unwrap_or(0.0);
                     let after =
                         mean_between(r, t_fill, f64::INFINITY, |s| s.get_gib_s).unwrap_or(0.0);
-                    let lat_before = mean_between(r, 0.0, t_fill, |s| s.get_mean_ms).unwrap_or(0.0);
+                    let lat_before =
+                        mean_between(r, t_first, t_fill, |s| s.get_mean_ms).unwrap_or(0.0);
                     let lat_after =
                         mean_between(r, t_fill, f64::INFINITY, |s| s.get_mean_ms).unwrap_or(0.0);
                     let waf = device_waf_after(r, t_fill, interval_s).map_or(String::new(), |w| {
                         format!(", device WAF after the fill {w:.3}")
                     });
+                    // the device's own rate, free of the hit ratio's warm-up
+                    let w_before =
+                        mean_between(r, t_first, t_fill, |s| s.write_gib_s).unwrap_or(0.0);
+                    let w_after =
+                        mean_between(r, t_fill, f64::INFINITY, |s| s.write_gib_s).unwrap_or(0.0);
                     change[i] = Some(after / before.max(f64::MIN_POSITIVE));
+                    write_change[i] = Some(w_after / w_before.max(f64::MIN_POSITIVE));
                     findings.push(format!(
-                        "remote {rl}, {name}: first full fill at {t_fill:.0} s; get throughput {before:.4} GiB/s before, {after:.4} after ({:+.1}%), mean get latency {lat_before:.0} → {lat_after:.0} ms ({:+.1}%){waf}",
+                        "remote {rl}, {name}: first disk write at {t_first:.0} s, first full fill at {t_fill:.0} s; between them / after: get throughput {before:.4} / {after:.4} GiB/s ({:+.1}%), mean get latency {lat_before:.0} / {lat_after:.0} ms ({:+.1}%), disk writes {w_before:.3} / {w_after:.3} GiB/s ({:+.1}%){waf}",
                         pct(after, before),
-                        pct(lat_after, lat_before)
+                        pct(lat_after, lat_before),
+                        pct(w_after, w_before)
                     ));
                 }
                 None => findings.push(format!(
@@ -484,6 +501,13 @@ fn gc_experiment(ctx: &mut Ctx) -> Result<ExperimentResult, CacheError> {
             findings.push(format!(
                 "remote {rl}: block throughput change after the fill relative to ZNS's (the cache's warm-up as control): {:+.1}%",
                 (bc / zc - 1.0) * 100.0
+            ));
+        }
+        if let [Some(zc), Some(bc)] = write_change {
+            findings.push(format!(
+                "remote {rl}: disk write rate after the fill: block {:+.1}%, ZNS {:+.1}% (device GC shows here, without the hit ratio)",
+                (bc - 1.0) * 100.0,
+                (zc - 1.0) * 100.0
             ));
         }
         findings.push(format!(
