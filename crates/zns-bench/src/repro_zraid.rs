@@ -81,6 +81,9 @@ pub struct Summary {
     pub f7_gain_le_64k_pct: Option<f64>,
     /// Fig. 7: same at 256 KiB (paper: −0.86 %).
     pub f7_gain_256k_pct: Option<f64>,
+    /// Fig. 7: mean of RAIZN / RAIZN+ − 1 over all points (paper: RAIZN
+    /// lower everywhere, and falling as zones are added).
+    pub f7_raizn_vs_plus_pct: Option<f64>,
     /// Fig. 7: the largest ZRAID / bound − 1 over the points, in percent
     /// (≤ 0: ZRAID stays at or below the paper's bounds 3075 / 4100 / 4920
     /// MB/s; a fraction of a percent above is the measuring window).
@@ -111,6 +114,8 @@ const KIB: u64 = 1024;
 /// Request sizes of Fig. 7 (the paper's 4–256 KiB).
 const F7_SIZES: [u64; 7] = [4, 8, 16, 32, 64, 128, 256];
 const F7_ZONES: [u32; 5] = [1, 4, 7, 10, 12];
+/// The lines of Fig. 7, as in the paper.
+const F7_VARIANTS: [Variant; 3] = [Variant::Raizn, Variant::RaiznPlus, Variant::Zraid];
 /// The paper's upper bounds for 5 × ZN540 (6150 MB/s raw): ≤ 64 KiB, 128 KiB, 256 KiB.
 pub const UPPER_BOUNDS_MB_PER_S: [(u64, f64); 3] = [(64, 3075.0), (128, 4100.0), (256, 4920.0)];
 
@@ -213,7 +218,7 @@ pub fn run(opts: &ReproOptions, progress: &mut dyn FnMut(&str)) -> Result<Report
             Fig::F7 => {
                 for &z in &zone_counts {
                     for &bs in &sizes {
-                        for v in [Variant::RaiznPlus, Variant::Zraid] {
+                        for v in F7_VARIANTS {
                             points.push(run_point("7", zn, v, bs, z)?);
                         }
                     }
@@ -276,17 +281,19 @@ fn mean(v: &[f64]) -> Option<f64> {
 fn summarize(points: &[Point]) -> Summary {
     let mut s = Summary::default();
     let f7: Vec<&Point> = points.iter().filter(|p| p.fig == "7").collect();
-    let gains = |pred: &dyn Fn(u64) -> bool| -> Vec<f64> {
+    // variant `v` against RAIZN+ at the same point, in percent
+    let gains = |v: Variant, pred: &dyn Fn(u64) -> bool| -> Vec<f64> {
         f7.iter()
-            .filter(|p| p.variant == Variant::Zraid.name() && pred(p.bs_bytes))
+            .filter(|p| p.variant == v.name() && pred(p.bs_bytes))
             .filter_map(|p| {
                 let base = find(points, "7", Variant::RaiznPlus, p.bs_bytes / KIB, p.zones)?;
                 (base > 0.0).then(|| (p.mb_per_s / base - 1.0) * 100.0)
             })
             .collect()
     };
-    s.f7_gain_le_64k_pct = mean(&gains(&|b| b <= 64 * KIB));
-    s.f7_gain_256k_pct = mean(&gains(&|b| b == 256 * KIB));
+    s.f7_gain_le_64k_pct = mean(&gains(Variant::Zraid, &|b| b <= 64 * KIB));
+    s.f7_gain_256k_pct = mean(&gains(Variant::Zraid, &|b| b == 256 * KIB));
+    s.f7_raizn_vs_plus_pct = mean(&gains(Variant::Raizn, &|_| true));
     s.f7_zraid_over_bound_max_pct = f7
         .iter()
         .filter(|p| p.variant == Variant::Zraid.name())
@@ -370,6 +377,13 @@ pub fn summary_text(r: &Report) -> String {
         "Fig. 7 ZRAID vs RAIZN+, bs = 256 KiB (mean)",
         pct(s.f7_gain_256k_pct),
         "-0.86 %"
+    );
+    let _ = writeln!(
+        out,
+        "{:<46} {:>14} {:>14}",
+        "Fig. 7 RAIZN vs RAIZN+ (mean)",
+        pct(s.f7_raizn_vs_plus_pct),
+        "lower"
     );
     let _ = writeln!(
         out,
@@ -581,10 +595,10 @@ fn write_fig(fig: Fig, points: &[Point], dir: &Path) -> Result<Vec<String>, Stri
                     let zp: Vec<&Point> = pts.iter().copied().filter(|p| p.zones == z).collect();
                     Panel {
                         title: format!("{z} I/O zone{}", if z == 1 { "" } else { "s" }),
-                        series: vec![
-                            series(&zp, Variant::RaiznPlus, kib, mbs),
-                            series(&zp, Variant::Zraid, kib, mbs),
-                        ],
+                        series: F7_VARIANTS
+                            .iter()
+                            .map(|&v| series(&zp, v, kib, mbs))
+                            .collect(),
                         bounds: vec![
                             (4.0, 64.0, UPPER_BOUNDS_MB_PER_S[0].1),
                             (128.0, 128.0, UPPER_BOUNDS_MB_PER_S[1].1),
@@ -690,6 +704,8 @@ mod tests {
             pt("7", Variant::Zraid, 8, 4, 3000.0),
             pt("7", Variant::RaiznPlus, 256, 4, 5000.0),
             pt("7", Variant::Zraid, 256, 4, 4969.2),
+            pt("7", Variant::Raizn, 8, 4, 1800.0),
+            pt("7", Variant::Raizn, 256, 4, 4000.0),
             pt("11", Variant::RaiznPlus, 4, 15, 500.0),
             pt("11", Variant::Zraid, 4, 15, 2000.0),
             pt("11", Variant::RaiznPlus, 64, 15, 1000.0),
@@ -698,6 +714,8 @@ mod tests {
         let s = summarize(&points);
         assert!((s.f7_gain_le_64k_pct.unwrap() - 50.0).abs() < 1e-9);
         assert!((s.f7_gain_256k_pct.unwrap() + 0.616).abs() < 1e-9);
+        // (1800 / 2000 − 1 + 4000 / 5000 − 1) / 2 = −15 %
+        assert!((s.f7_raizn_vs_plus_pct.unwrap() + 15.0).abs() < 1e-9);
         // 4969.2 / 4920 = +1.0 %, 3000 / 3075 = −2.4 %
         assert!((s.f7_zraid_over_bound_max_pct.unwrap() - 1.0).abs() < 1e-9);
         assert_eq!(s.f11_max_ratio, Some(4.0));
