@@ -22,11 +22,11 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 use zns_plot::plotters::prelude::*;
+use zns_plot::{color, draw_legend, frame, line, Axes, PANEL};
 use zns_raid::{RaidStats, Variant};
 
 use crate::job::parse_args;
 use crate::run::run_jobs;
-use zns_plot::{color, draw_legend, frame, line, Axes, PANEL};
 
 /// The figures `zns repro zraid` can produce.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
