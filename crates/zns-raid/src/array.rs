@@ -1943,27 +1943,16 @@ async fn run_pieces(
             }
         }
     }
-    std::future::poll_fn(|cx| {
-        futs.retain_mut(|(i, f)| match f.as_mut().poll(cx) {
-            std::task::Poll::Pending => true,
-            std::task::Poll::Ready(r) => {
-                let l = &mut left[*i];
-                if let Err(e) = r {
-                    l.res = Err(e);
-                }
-                l.ios -= 1;
-                if l.ios == 0 && !per_write {
-                    if let Err(e) = finish_piece(l.span, l.res) {
-                        res = Err(e);
-                    }
-                }
-                false
+    poll_all(futs, |&i, r| {
+        let l = &mut left[i];
+        if let Err(e) = r {
+            l.res = Err(e);
+        }
+        l.ios -= 1;
+        if l.ios == 0 && !per_write {
+            if let Err(e) = finish_piece(l.span, l.res) {
+                res = Err(e);
             }
-        });
-        if futs.is_empty() {
-            std::task::Poll::Ready(())
-        } else {
-            std::task::Poll::Pending
         }
     })
     .await;
@@ -1974,7 +1963,6 @@ async fn run_pieces(
             }
         }
     }
-    drop(futs);
     inner.put_buf(data);
     res
 }
@@ -1992,15 +1980,28 @@ type SubFuture<'a> =
 
 /// Polls `futs` together until all are done; the result is the last error,
 /// if any (all run to completion either way).
-async fn join_in_place<'a>(mut futs: Vec<SubFuture<'a>>) -> Result<(), NvmeError> {
+async fn join_in_place<'a>(futs: Vec<SubFuture<'a>>) -> Result<(), NvmeError> {
     let mut res = Ok(());
+    poll_all(futs.into_iter().map(|f| ((), f)).collect(), |_, r| {
+        if let Err(e) = r {
+            res = Err(e);
+        }
+    })
+    .await;
+    res
+}
+
+/// Polls tagged futures together (in the caller's task, no task each) until
+/// all are done, handing each one's tag and result to `done` as it finishes.
+async fn poll_all<'a, T>(
+    mut futs: Vec<(T, SubFuture<'a>)>,
+    mut done: impl FnMut(&T, Result<(), NvmeError>),
+) {
     std::future::poll_fn(|cx| {
-        futs.retain_mut(|f| match f.as_mut().poll(cx) {
+        futs.retain_mut(|(tag, f)| match f.as_mut().poll(cx) {
             std::task::Poll::Pending => true,
             std::task::Poll::Ready(r) => {
-                if let Err(e) = r {
-                    res = Err(e);
-                }
+                done(tag, r);
                 false
             }
         });
@@ -2010,8 +2011,7 @@ async fn join_in_place<'a>(mut futs: Vec<SubFuture<'a>>) -> Result<(), NvmeError
             std::task::Poll::Pending
         }
     })
-    .await;
-    res
+    .await
 }
 
 /// Waits for every task; the result is the last error, if any (all tasks
