@@ -460,12 +460,13 @@ impl Inner {
     pub fn take_buf(&self) -> Vec<u8> {
         self.pool.borrow_mut().pop().unwrap_or_default()
     }
-    /// Returns a buffer to the pool (small ones only, and a bounded number).
+    /// Returns a buffer to the pool (small ones only, never empty ones, and a
+    /// bounded number).
     pub fn put_buf(&self, mut v: Vec<u8>) {
         const POOL_BUFFERS: usize = 512;
         const POOL_BUFFER_BYTES: usize = 1 << 20;
         let mut pool = self.pool.borrow_mut();
-        if pool.len() < POOL_BUFFERS && v.capacity() <= POOL_BUFFER_BYTES {
+        if pool.len() < POOL_BUFFERS && (1..=POOL_BUFFER_BYTES).contains(&v.capacity()) {
             v.clear();
             pool.push(v);
         }
@@ -1581,11 +1582,11 @@ impl RaidArray {
             zone,
             gen,
             pieces,
-            {
+            if inner.opts.timing_only {
+                Vec::new() // the sub-I/Os carry zeros
+            } else {
                 let mut copy = inner.take_buf();
-                if !inner.opts.timing_only {
-                    copy.extend_from_slice(data);
-                }
+                copy.extend_from_slice(data);
                 copy
             },
             fua,
