@@ -4,14 +4,18 @@
 //! `cargo bench -p zns-cache --bench cache_hour` runs the hour for the
 //! heaviest shape (YCSB Zipf 1:2: ~93% hits, the most device commands per
 //! virtual second) and the lightest (uniform 1:10), 40 zones of 1077 MiB as
-//! in the paper's 64 KiB runs, remote latency 40.6 ms, ZPLRU, watermarks 1/2.
-//! Pass a different virtual duration in seconds as the first argument
-//! (`-- 600` for ten minutes).
+//! in the paper's 64 KiB runs, remote latency 40.6 ms, ZPLRU, watermarks 1/2;
+//! each with ZNCache's miss path (a miss holds its zone across the fetch: at
+//! most 14 misses in flight, the default) and with fetch-first (all 64
+//! workers' misses in flight: about 7× the gets per virtual hour, the
+//! heaviest case). Pass a different virtual duration in seconds as the
+//! first argument (`-- 600` for ten minutes).
 
 use std::time::Instant;
 
 use zns_cache::{
-    run_cache, CacheConfig, DeviceSpec, Distribution, Policy, RemoteLatency, RunSpec, WorkloadSpec,
+    run_cache, CacheConfig, DeviceSpec, Distribution, FetchOrder, Policy, RemoteLatency, RunSpec,
+    WorkloadSpec,
 };
 use zns_device::Profile;
 
@@ -20,13 +24,19 @@ fn main() {
         .skip(1)
         .find_map(|a| a.parse().ok())
         .unwrap_or(3600);
-    for (dist, ratio) in [(Distribution::Zipfian, 2.0), (Distribution::Uniform, 10.0)] {
+    for (dist, ratio, order) in [
+        (Distribution::Zipfian, 2.0, FetchOrder::HoldZone),
+        (Distribution::Uniform, 10.0, FetchOrder::HoldZone),
+        (Distribution::Zipfian, 2.0, FetchOrder::FetchFirst),
+        (Distribution::Uniform, 10.0, FetchOrder::FetchFirst),
+    ] {
         let cache = CacheConfig {
             policy: Policy::Zplru,
             chunk_bytes: 64 << 10,
             zones: Some(40),
             zone_high: 1,
             zone_low: 2,
+            fetch_order: order,
             ..CacheConfig::default()
         };
         let mut spec = RunSpec::new(
@@ -48,9 +58,10 @@ fn main() {
         let r = run_cache(&spec, &mut |_| {}).expect("run");
         let host_s = t.elapsed().as_secs_f64();
         println!(
-            "{:>7} 1:{:<2} {secs} virtual s: {:.2} host s ({:.0} gets, {:.0} gets/host-s), hit ratio {:.4}, {:.4} GiB/s get",
+            "{:>7} 1:{:<2} {:<11} {secs} virtual s: {:.2} host s ({:.0} gets, {:.0} gets/host-s), hit ratio {:.4}, {:.4} GiB/s get",
             dist.name(),
             ratio,
+            order.name(),
             host_s,
             r.counters.gets as f64,
             r.counters.gets as f64 / host_s,

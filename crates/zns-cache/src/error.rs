@@ -28,8 +28,13 @@ pub enum CacheError {
         offset: u64,
     },
     /// No request completed for a long stretch of virtual time.
-    #[error("the run stalled: no request completed between {since_ns} ns and {now_ns} ns of virtual time")]
-    Stalled { since_ns: u64, now_ns: u64 },
+    #[error("the run stalled: no request completed between {since_ns} ns and {now_ns} ns of virtual time ({space})")]
+    Stalled {
+        since_ns: u64,
+        now_ns: u64,
+        /// The cache's space at the stall (zones per state, watermarks).
+        space: String,
+    },
     /// An internal invariant did not hold (a bug; reported, never a panic).
     #[error("internal error: {0}")]
     Internal(String),

@@ -28,7 +28,7 @@ pub mod units;
 pub mod workload;
 
 pub use backend::{BackendKind, BlockBackend, ChunkDevice, ZnsBackend, ZnsWrite, ZoneLayout};
-pub use cache::{Cache, CacheConfig, Geometry, GetKind, Policy};
+pub use cache::{Cache, CacheConfig, FetchOrder, Geometry, GetKind, Policy};
 pub use error::CacheError;
 pub use metrics::{Counters, FlashCounters, LatencySummary, Sample};
 pub use remote::RemoteLatency;

@@ -9,10 +9,18 @@
 //! the 64 KiB figure (the request round trip dominates); above 1 GiB it
 //! continues the last segment's slope. The model gives 8 MiB ≈ 139.5 ms,
 //! close to the 127.8 ms that OxCache's generator uses for 8 MiB chunks.
-//! Every fetch of one size takes the same time (the paper's runs used the
-//! mean as a constant sleep).
+//! With `Measured` every fetch of one size takes the same time (the paper's
+//! runs used the mean as a constant sleep). `MeasuredSpread` draws each fetch
+//! from a log-normal with appendix A's mean and standard deviation for the
+//! size (64 KiB 35.0 ms, 256 MiB 0.862 s, 512 MiB 0.100 s, 1 GiB 0.679 s;
+//! interpolated the same way), as S3 itself behaved; it breaks the lockstep
+//! that identical sleeps put concurrent misses in.
 
+use std::cell::RefCell;
+
+use rand_distr::{Distribution, LogNormal};
 use serde::Serialize;
+use zns_sim::SimRng;
 
 /// (chunk bytes, mean latency ns) from the paper's appendix A.
 pub const APPENDIX_A: [(u64, u64); 4] = [
@@ -22,29 +30,50 @@ pub const APPENDIX_A: [(u64, u64); 4] = [
     (1 << 30, 11_524_248_000),
 ];
 
+/// (chunk bytes, standard deviation ns) from the paper's appendix A.
+pub const APPENDIX_A_STD: [(u64, u64); 4] = [
+    (64 << 10, 35_049_000),
+    (256 << 20, 861_663_000),
+    (512 << 20, 100_301_000),
+    (1 << 30, 679_328_000),
+];
+
 /// How long a miss waits for the remote store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum RemoteLatency {
-    /// Interpolated from appendix A for the chunk size.
+    /// Interpolated from appendix A for the chunk size, the same every fetch.
     Measured,
+    /// Log-normal per fetch, with appendix A's mean and standard deviation.
+    MeasuredSpread,
     /// A fixed latency per fetch.
     Fixed { ns: u64 },
 }
 
 impl RemoteLatency {
-    /// Latency of one fetch of `chunk_bytes`, in ns.
+    /// Mean latency of one fetch of `chunk_bytes`, in ns.
     pub fn fetch_ns(self, chunk_bytes: u64) -> u64 {
         match self {
             RemoteLatency::Fixed { ns } => ns,
-            RemoteLatency::Measured => measured_ns(chunk_bytes),
+            RemoteLatency::Measured | RemoteLatency::MeasuredSpread => {
+                interpolate(&APPENDIX_A, chunk_bytes)
+            }
         }
     }
 
-    /// `0`, `measured`/`auto`, or a duration (`40ms`).
+    /// Standard deviation of one fetch's latency, in ns (0: constant).
+    pub fn spread_ns(self, chunk_bytes: u64) -> u64 {
+        match self {
+            RemoteLatency::MeasuredSpread => interpolate(&APPENDIX_A_STD, chunk_bytes),
+            RemoteLatency::Fixed { .. } | RemoteLatency::Measured => 0,
+        }
+    }
+
+    /// `0`, `measured`/`auto`, `measured-spread`, or a duration (`40ms`).
     pub fn parse(s: &str) -> Result<RemoteLatency, crate::CacheError> {
         match s.trim() {
             "measured" | "auto" | "paper" => Ok(RemoteLatency::Measured),
+            "measured-spread" => Ok(RemoteLatency::MeasuredSpread),
             other => Ok(RemoteLatency::Fixed {
                 ns: crate::units::parse_duration_ns(other)?,
             }),
@@ -52,8 +81,49 @@ impl RemoteLatency {
     }
 }
 
-fn measured_ns(chunk_bytes: u64) -> u64 {
-    let pts = APPENDIX_A;
+/// Draws each fetch's latency for one run: a constant, or a log-normal with
+/// the given mean and standard deviation (its own seeded stream, so a spread
+/// does not move any other random number of the run).
+pub struct RemoteFetch {
+    mean_ns: u64,
+    spread: Option<(LogNormal<f64>, RefCell<SimRng>)>,
+}
+
+impl RemoteFetch {
+    pub fn new(mean_ns: u64, std_ns: u64, seed: u64) -> RemoteFetch {
+        let spread = (mean_ns > 0 && std_ns > 0).then(|| {
+            let (m, s) = (mean_ns as f64, std_ns as f64);
+            let sigma2 = (1.0 + (s / m).powi(2)).ln();
+            let dist = LogNormal::new(m.ln() - sigma2 / 2.0, sigma2.sqrt())
+                .expect("a finite positive mean and spread give a valid log-normal");
+            (dist, RefCell::new(SimRng::from_seed_u64(seed)))
+        });
+        RemoteFetch { mean_ns, spread }
+    }
+
+    /// A constant latency.
+    pub fn fixed(ns: u64) -> RemoteFetch {
+        RemoteFetch::new(ns, 0, 0)
+    }
+
+    pub fn mean_ns(&self) -> u64 {
+        self.mean_ns
+    }
+
+    /// The next fetch's latency, in ns.
+    pub fn next_ns(&self) -> u64 {
+        match &self.spread {
+            None => self.mean_ns,
+            Some((dist, rng)) => {
+                let ns: f64 = dist.sample(&mut *rng.borrow_mut());
+                ns.round().clamp(0.0, u64::MAX as f64 / 2.0) as u64
+            }
+        }
+    }
+}
+
+/// Piecewise-linear interpolation over appendix A's chunk sizes.
+fn interpolate(pts: &[(u64, u64); 4], chunk_bytes: u64) -> u64 {
     if chunk_bytes <= pts[0].0 {
         return pts[0].1;
     }
@@ -87,5 +157,26 @@ mod tests {
             RemoteLatency::parse("40ms").unwrap(),
             RemoteLatency::Fixed { ns: 40_000_000 }
         );
+        assert_eq!(RemoteLatency::Measured.spread_ns(256 << 20), 0);
+        assert_eq!(
+            RemoteLatency::MeasuredSpread.spread_ns(256 << 20),
+            861_663_000
+        );
+    }
+
+    #[test]
+    fn spread_fetches_have_the_measured_mean_and_deviation() {
+        let r = RemoteLatency::parse("measured-spread").unwrap();
+        let (mean, std) = (r.fetch_ns(256 << 20), r.spread_ns(256 << 20));
+        let f = RemoteFetch::new(mean, std, 7);
+        let xs: Vec<f64> = (0..20_000).map(|_| f.next_ns() as f64).collect();
+        let m = xs.iter().sum::<f64>() / xs.len() as f64;
+        let sd = (xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / xs.len() as f64).sqrt();
+        assert!((m / mean as f64 - 1.0).abs() < 0.01, "mean {m}");
+        assert!((sd / std as f64 - 1.0).abs() < 0.05, "std {sd}");
+        assert!(xs.iter().all(|&x| x > 0.0));
+        let g = RemoteFetch::new(mean, std, 7);
+        assert_eq!(g.next_ns() as f64, xs[0], "same seed, same draws");
+        assert_eq!(RemoteFetch::fixed(5).next_ns(), 5);
     }
 }

@@ -33,13 +33,22 @@ pub fn summary_text(r: &RunReport) -> String {
     );
     let _ = writeln!(
         s,
-        "  cache      {} zones × {} chunks = {} chunks ({}), {} workers, remote fetch {:.3} ms",
+        "  cache      {} zones × {} chunks = {} chunks ({}), {} workers, remote fetch {:.3} ms{} ({})",
         g.zones,
         g.chunks_per_zone,
         g.total_chunks,
         fmt_bytes(g.cache_bytes()),
         r.workers,
-        r.remote_fetch_ms
+        r.remote_fetch_ms,
+        if r.remote_fetch_std_ms > 0.0 {
+            format!(" ± {:.3} ms (log-normal)", r.remote_fetch_std_ms)
+        } else {
+            String::new()
+        },
+        match r.fetch_order {
+            crate::cache::FetchOrder::HoldZone => "held zone: at most the active zones fetch at once",
+            crate::cache::FetchOrder::FetchFirst => "fetched before taking a zone",
+        }
     );
     let _ = writeln!(s, "  workload   {} ({} requests)", r.workload, r.requests);
     let _ = writeln!(s, "  duration   {:.3} s (virtual)", r.duration_s);

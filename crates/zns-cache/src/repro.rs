@@ -21,7 +21,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 use zns_device::{NamespaceProfile, Profile};
 
-use crate::cache::{CacheConfig, Policy};
+use crate::cache::{CacheConfig, FetchOrder, Policy};
 use crate::error::CacheError;
 use crate::remote::RemoteLatency;
 use crate::run::{run_cache, DeviceSpec, Precondition, Progress, RunReport, RunSpec, WorkloadSpec};
@@ -125,8 +125,9 @@ struct Sizes {
 fn sizes(scale: Scale) -> Sizes {
     match scale {
         Scale::Default => Sizes {
-            b_zones: 8,
-            b_io_factor: 8.0,
+            // the paper's: 40 zones, 600 GiB of gets = 14.26 × 42.07 GiB
+            b_zones: 40,
+            b_io_factor: 14.26,
             a_zones: 16,
             a_requests: 480,
             c_regions: 8,
@@ -137,7 +138,8 @@ fn sizes(scale: Scale) -> Sizes {
         Scale::Quick => Sizes {
             b_zones: 3,
             b_io_factor: 1.5,
-            a_zones: 4,
+            // more than (a)'s low watermark (4) + 1
+            a_zones: 6,
             a_requests: 24,
             c_regions: 4,
             c_fills: 1.5,
@@ -259,6 +261,20 @@ fn dist_label(d: Distribution) -> &'static str {
     }
 }
 
+/// The paper's measured cells (appendix B): chunk label, distribution,
+/// ratio, get GiB/s ZNS and block (Table 8), mean get latency ms ZNS and
+/// block (Table 5). Printed beside ours for comparison, never used as results.
+const PAPER_CELLS: [(&str, &str, u32, f64, f64, f64, f64); 8] = [
+    ("512M", "UNIF", 10, 1.043, 0.622, 30434.25, 51219.31),
+    ("512M", "UNIF", 2, 1.520, 0.564, 20797.86, 56353.88),
+    ("512M", "ZIPF", 10, 1.829, 0.825, 17217.21, 38448.44),
+    ("512M", "ZIPF", 2, 2.125, 1.230, 14512.1, 25649.63),
+    ("64K", "UNIF", 10, 0.023, 0.023, 172.5, 171.74),
+    ("64K", "UNIF", 2, 0.034, 0.035, 115.92, 112.2),
+    ("64K", "ZIPF", 10, 0.086, 0.087, 45.52, 45.13),
+    ("64K", "ZIPF", 2, 0.173, 0.178, 22.52, 21.87),
+];
+
 /// (a) and (b): ZNS vs block over the distribution × ratio grid.
 fn zns_vs_block(ctx: &mut Ctx, id: char) -> Result<ExperimentResult, CacheError> {
     let s = sizes(ctx.opts.scale);
@@ -308,8 +324,17 @@ fn zns_vs_block(ctx: &mut Ctx, id: char) -> Result<ExperimentResult, CacheError>
         thr_sum += dt;
         lat_sum += dl;
         n += 1.0;
+        let paper_cell = PAPER_CELLS
+            .iter()
+            .find(|c| c.0 == chunk_label(chunk) && c.1 == dist_label(dist) && c.2 == ratio as u32)
+            .map_or(String::new(), |c| {
+                format!(
+                    " [paper: {:.3} vs {:.3} GiB/s, {:.2} vs {:.2} ms]",
+                    c.3, c.4, c.5, c.6
+                )
+            });
         findings.push(format!(
-            "{tag}: get throughput ZNS {:.4} vs block {:.4} GiB/s ({dt:+.1}%), mean get latency {:.2} vs {:.2} ms ({dl:+.1}%), p99 {:.2} vs {:.2} ms ({dp:+.1}%), hit ratio {:.3} vs {:.3}",
+            "{tag}: get throughput ZNS {:.4} vs block {:.4} GiB/s ({dt:+.1}%), mean get latency {:.2} vs {:.2} ms ({dl:+.1}%), p99 {:.2} vs {:.2} ms ({dp:+.1}%), hit ratio {:.3} vs {:.3}{paper_cell}",
             z.report.get_gib_s, b.report.get_gib_s, z.report.get.mean_ms, b.report.get.mean_ms,
             z.report.get.p99_ms, b.report.get.p99_ms, z.report.hit_ratio, b.report.hit_ratio
         ));
@@ -334,7 +359,7 @@ fn zns_vs_block(ctx: &mut Ctx, id: char) -> Result<ExperimentResult, CacheError>
             "64 KiB chunks: ZNS vs block".to_string(),
             "within a few percent: ZNS −1.9% throughput, +1.9% latency on average (Tables 5, 8)".to_string(),
             format!(
-                "{zones} zones × {} chunks (paper: 40 zones), watermarks {high}/{low}, {requests} requests per run = {:.0}× the cache size (paper: 600 GiB ≈ 14×), devices filled sequentially first",
+                "{zones} zones × {} chunks (paper: 40 zones), watermarks {high}/{low}, {requests} requests per run = {:.2}× the cache size (paper: 600 GiB ≈ 14.26×), devices filled sequentially first",
                 zns_region_bytes(&ctx.opts.zns_profile)? / chunk,
                 s.b_io_factor
             ),
@@ -428,6 +453,7 @@ fn gc_experiment(ctx: &mut Ctx) -> Result<ExperimentResult, CacheError> {
     let interval_s = 1.0;
     for (remote, rl) in [
         (RemoteLatency::Measured, "3.2s"),
+        (RemoteLatency::MeasuredSpread, "3.2s-spread"),
         (RemoteLatency::Fixed { ns: 0 }, "0s"),
     ] {
         let wl = WorkloadSpec::Generated {
@@ -525,7 +551,7 @@ fn gc_experiment(ctx: &mut Ctx) -> Result<ExperimentResult, CacheError> {
         id: 'c',
         title: "GC experiment: trimmed device, 256 MiB chunks, uniform 1:10".into(),
         scaling: format!(
-            "{zones} regions of {} (paper: the whole 904-zone drive), {requests} requests ≈ {:.1} cache fills of writes (paper: 6 TiB ≈ 6 drive fills), remote 3.2 s and 0 s",
+            "{zones} regions of {} (paper: the whole 904-zone drive), {requests} requests ≈ {:.1} cache fills of writes (paper: 6 TiB ≈ 6 drive fills), remote 3.2 s (constant, as the paper's sleep), 3.2 ± 0.86 s (log-normal, appendix A's spread) and 0 s; a miss holds its zone across the fetch (ZNCache)",
             crate::units::fmt_bytes(region),
             s.c_fills
         ),
@@ -598,6 +624,10 @@ fn policy_experiment(ctx: &mut Ctx) -> Result<ExperimentResult, CacheError> {
                 zones: Some(zones),
                 zone_high: 1,
                 zone_low: 2,
+                // Both policies with the same misses in flight: held zones
+                // would tie them to how many zones each keeps open (and
+                // CLRU's GC wants few open zones, see docs/zncache.md).
+                fetch_order: FetchOrder::FetchFirst,
                 ..CacheConfig::default()
             };
             let (zs, bs, grown) = ctx.pair(

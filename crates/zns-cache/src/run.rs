@@ -27,7 +27,10 @@ use crate::backend::{BackendKind, BlockBackend, ChunkDevice, ZnsBackend, ZnsWrit
 use crate::cache::{Cache, CacheConfig, Geometry};
 use crate::error::CacheError;
 use crate::metrics::{Counters, FlashCounters, LatencySummary, Sample};
-use crate::remote::RemoteLatency;
+use crate::remote::{RemoteFetch, RemoteLatency};
+
+/// Mixed into the run's seed for the remote store's latency draws ("remote").
+const REMOTE_SEED_SALT: u64 = 0x7265_6d6f_7465;
 use crate::workload::{Distribution, Workload};
 
 /// ZNCache's region size on block devices: the ZN540's zone capacity.
@@ -161,7 +164,11 @@ pub struct RunReport {
     pub policy: crate::cache::Policy,
     pub geometry: Geometry,
     pub workers: u32,
+    /// Mean remote fetch latency, and its standard deviation (0: constant).
     pub remote_fetch_ms: f64,
+    pub remote_fetch_std_ms: f64,
+    /// Whether a miss held its zone across the fetch (ZNCache) or fetched first.
+    pub fetch_order: crate::cache::FetchOrder,
     pub workload: String,
     pub requests: u64,
     pub seed: u64,
@@ -408,7 +415,12 @@ pub fn run_cache(
     let handle = rt.handle();
     let open = open_device(&handle, &spec.device)?;
     let remote_ns = spec.remote.fetch_ns(spec.cache.chunk_bytes);
-    let cache = Cache::new(&handle, open.dev.clone(), spec.cache.clone(), remote_ns)?;
+    let remote = RemoteFetch::new(
+        remote_ns,
+        spec.remote.spread_ns(spec.cache.chunk_bytes),
+        spec.seed ^ REMOTE_SEED_SALT,
+    );
+    let cache = Cache::new(&handle, open.dev.clone(), spec.cache.clone(), remote)?;
     let geo = *cache.geometry();
     let workload = match &spec.workload {
         WorkloadSpec::Generated {
@@ -570,10 +582,12 @@ pub fn run_cache(
         if c.gets != last_progress.0 {
             last_progress = (c.gets, now);
         } else if now - last_progress.1 > stall_ns {
+            let space = cache.describe_space();
             cache.stop();
             return Err(CacheError::Stalled {
                 since_ns: last_progress.1 - t0,
                 now_ns: now - t0,
+                space,
             });
         }
     }
@@ -612,6 +626,8 @@ pub fn run_cache(
         geometry: geo,
         workers: spec.workers,
         remote_fetch_ms: remote_ns as f64 / 1e6,
+        remote_fetch_std_ms: spec.remote.spread_ns(spec.cache.chunk_bytes) as f64 / 1e6,
+        fetch_order: spec.cache.fetch_order,
         workload: workload.origin.clone(),
         requests: c.gets,
         seed: spec.seed,

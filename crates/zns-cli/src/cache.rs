@@ -9,8 +9,8 @@ use clap::{Args, Subcommand};
 use zns_cache::repro::{self, ReproOptions, Scale};
 use zns_cache::units::{parse_bytes, parse_duration_ns};
 use zns_cache::{
-    CacheConfig, CacheError, Distribution, Policy, Precondition, RemoteLatency, RunSpec, Workload,
-    WorkloadSpec, ZnsWrite,
+    CacheConfig, CacheError, Distribution, FetchOrder, Policy, Precondition, RemoteLatency,
+    RunSpec, Workload, WorkloadSpec, ZnsWrite,
 };
 use zns_device::StoreKind;
 
@@ -118,7 +118,7 @@ pub struct RunArgs {
     /// Concurrent worker tasks.
     #[arg(long, default_value_t = 64)]
     workers: u32,
-    /// Remote fetch latency: measured (the paper's appendix A, by chunk size), 0, or a duration (40ms).
+    /// Remote fetch latency: measured (the paper's appendix A mean, by chunk size, every fetch the same), measured-spread (log-normal per fetch with appendix A's mean and standard deviation), 0, or a duration (40ms).
     #[arg(long, default_value = "measured")]
     remote_latency: String,
     /// Free-zone watermarks: evict when free zones <= HIGH, until LOW are free.
@@ -134,6 +134,11 @@ pub struct RunArgs {
     /// Zones written at once by inserts (default: the device's active-zone limit).
     #[arg(long)]
     max_active: Option<u32>,
+    /// When a miss fetches from the remote store: hold-zone (ZNCache: take an
+    /// active zone, fetch, write; at most --max-active misses in flight) or
+    /// fetch-first (fetch, then take a zone; every worker's miss in flight).
+    #[arg(long, default_value = "hold-zone")]
+    fetch_order: String,
     /// Background eviction poll interval.
     #[arg(long, default_value = "100ms")]
     eviction_interval: String,
@@ -306,6 +311,7 @@ fn run(a: RunArgs) -> Result<ExitCode, CliError> {
     cfg.chunk_high = a.chunk_high;
     cfg.chunk_low = a.chunk_low;
     cfg.max_active_zones = a.max_active;
+    cfg.fetch_order = FetchOrder::parse(&a.fetch_order).map_err(cache_err)?;
     cfg.eviction_interval_ns = parse_duration_ns(&a.eviction_interval).map_err(cache_err)?;
     cfg.io_bytes = a
         .io_size
