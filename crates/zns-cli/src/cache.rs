@@ -26,6 +26,11 @@ Examples:
                 --zones 8 --chunk 64k --ratio 2 --requests 200000
         the same on the block backend: the conventional namespace (grown to
         10 GiB) split into 1077 MiB regions
+  zns cache run --device zn540 --zones 40 --chunk 64k --ratio 2 --requests 1000000 \\
+                --fetch-order fetch-first --remote-latency measured-spread
+        40 zones (the paper's 64 KiB cache), every worker's miss fetching at
+        once (ZNCache holds a zone across the fetch: at most 14 in flight),
+        remote latencies with S3's measured spread
   zns cache run --device zn540 --zones 8 --policy clru --remote-latency 0 \\
                 --distribution uniform --ratio 10 --duration 60s --out runs/clru
         CLRU with host GC, no remote latency, one virtual minute; CSV time
