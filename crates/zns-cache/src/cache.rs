@@ -12,9 +12,9 @@
 //!
 //! # Space modes
 //! - **Log** (ZNS, and block with ZPLRU): zones fill sequentially. A writer
-//!   takes an idle active zone, or opens a free one (while fewer than
-//!   `max_active` are active and more than `zone_low` zones are free, or
-//!   when none is active and more than `reserve` are free). By default
+//!   takes an idle active zone, or opens a free one while fewer than
+//!   `max_active` are active and more than `reserve` are free (fetch-first
+//!   also keeps more than `zone_low` free unless no zone is active). By default
 //!   ([`FetchOrder::HoldZone`], as ZNCache) a missing key's writer takes its
 //!   zone first and holds it across the remote fetch and the write, so at
 //!   most `max_active` misses fetch at once; [`FetchOrder::FetchFirst`]
@@ -101,9 +101,9 @@ pub enum FetchOrder {
     /// remote sleep inside `zn_gen_write_buffer`, then `pwrite`): the writer
     /// takes an active zone (or a free slot) and holds it across the fetch,
     /// so no more than `max_active` misses are in flight; as ZNCache, a new
-    /// zone is opened whenever one is free and fewer than `max_active` are. This is what bounds
-    /// the paper's 64 KiB runs at 14 × 64 KiB / 40.6 ms ≈ 0.021 GiB/s of disk
-    /// writes (its Table 10) whatever the device.
+    /// zone is opened whenever one is free and fewer than `max_active` are.
+    /// This is what bounds the paper's 64 KiB runs at 14 × 64 KiB / 40.6 ms
+    /// ≈ 0.021 GiB/s of disk writes (its Table 10) whatever the device.
     HoldZone,
     /// Fetch first, then take space and write: every worker's miss fetches
     /// at once (a cache that does not serialise fetches behind zones).

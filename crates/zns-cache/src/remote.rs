@@ -91,23 +91,22 @@ pub struct RemoteFetch {
 
 impl RemoteFetch {
     pub fn new(mean_ns: u64, std_ns: u64, seed: u64) -> RemoteFetch {
-        let spread = (mean_ns > 0 && std_ns > 0).then(|| {
+        let spread = if mean_ns > 0 && std_ns > 0 {
             let (m, s) = (mean_ns as f64, std_ns as f64);
             let sigma2 = (1.0 + (s / m).powi(2)).ln();
-            let dist = LogNormal::new(m.ln() - sigma2 / 2.0, sigma2.sqrt())
-                .expect("a finite positive mean and spread give a valid log-normal");
-            (dist, RefCell::new(SimRng::from_seed_u64(seed)))
-        });
+            // always valid for a positive mean and spread; if not, constant
+            LogNormal::new(m.ln() - sigma2 / 2.0, sigma2.sqrt())
+                .ok()
+                .map(|dist| (dist, RefCell::new(SimRng::from_seed_u64(seed))))
+        } else {
+            None
+        };
         RemoteFetch { mean_ns, spread }
     }
 
     /// A constant latency.
     pub fn fixed(ns: u64) -> RemoteFetch {
         RemoteFetch::new(ns, 0, 0)
-    }
-
-    pub fn mean_ns(&self) -> u64 {
-        self.mean_ns
     }
 
     /// The next fetch's latency, in ns.
