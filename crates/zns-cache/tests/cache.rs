@@ -168,6 +168,22 @@ fn inflight_fetches_are_deduplicated() {
     assert!(r.counters.coalesced > 0);
 }
 
+/// A timing-only ZN540 (no data kept) under a uniform 1:10 workload.
+fn zn540_uniform_1_10(cache: CacheConfig, requests: u64, seed: u64) -> RunSpec {
+    let mut d = DeviceSpec::new(Profile::builtin("zn540").unwrap());
+    d.store = StoreKind::None;
+    RunSpec::new(
+        d,
+        cache,
+        WorkloadSpec::Generated {
+            distribution: Distribution::Uniform,
+            ratio: 10.0,
+            requests,
+            seed,
+        },
+    )
+}
+
 /// ZNCache's miss path holds its zone across the remote fetch, so misses in
 /// flight are bounded by the active-zone limit, not by the workers: the
 /// paper's 64 KiB runs wrote 0.021 GiB/s whatever the device and workload
@@ -176,8 +192,6 @@ fn inflight_fetches_are_deduplicated() {
 #[test]
 fn a_held_zone_bounds_the_misses_in_flight() {
     let run = |order: FetchOrder| {
-        let mut d = DeviceSpec::new(Profile::builtin("zn540").unwrap());
-        d.store = StoreKind::None;
         let cache = CacheConfig {
             chunk_bytes: 64 << 10,
             zones: Some(8),
@@ -185,16 +199,7 @@ fn a_held_zone_bounds_the_misses_in_flight() {
             fetch_order: order,
             ..CacheConfig::default()
         };
-        let mut s = RunSpec::new(
-            d,
-            cache,
-            WorkloadSpec::Generated {
-                distribution: Distribution::Uniform,
-                ratio: 10.0,
-                requests: 6000,
-                seed: 5,
-            },
-        );
+        let mut s = zn540_uniform_1_10(cache, 6000, 5);
         s.workers = 64;
         s.remote = RemoteLatency::Measured;
         let r = run_cache(&s, &mut |_| {}).unwrap();
@@ -218,8 +223,6 @@ fn a_held_zone_bounds_the_misses_in_flight() {
 /// 0 or 256 MiB: 0 or 2.5 GiB/s).
 #[test]
 fn disk_write_throughput_follows_the_device() {
-    let mut d = DeviceSpec::new(Profile::builtin("zn540").unwrap());
-    d.store = StoreKind::None;
     let cache = CacheConfig {
         policy: Policy::Zplru,
         chunk_bytes: 256 << 20,
@@ -228,16 +231,7 @@ fn disk_write_throughput_follows_the_device() {
         zone_low: 2,
         ..CacheConfig::default()
     };
-    let mut s = RunSpec::new(
-        d,
-        cache,
-        WorkloadSpec::Generated {
-            distribution: Distribution::Uniform,
-            ratio: 10.0,
-            requests: 24,
-            seed: 4,
-        },
-    );
+    let mut s = zn540_uniform_1_10(cache, 24, 4);
     s.workers = 16;
     s.remote = RemoteLatency::Fixed { ns: 0 };
     s.interval_ns = 100_000_000;
