@@ -152,6 +152,11 @@ fn bad_parameters_and_files_exit_with_the_documented_codes() {
     assert_eq!(code(&zns(&args)), 4);
     let o = zns(&["cache", "run", "--device", "no-such-profile"]);
     assert_eq!(code(&o), 3);
+    let mut args = vec!["cache", "run", "--fetch-order", "sideways"];
+    args.extend(TINY);
+    let o = zns(&args);
+    assert_eq!(code(&o), 2);
+    assert!(text(&o.stderr).contains("fetch order"));
     let o = zns(&["repro", "zncache", "--exp", "x"]);
     assert_eq!(code(&o), 2);
     let o = zns(&["cache", "run", "--help"]);
