@@ -32,7 +32,7 @@ pub enum CacheError {
     Stalled {
         since_ns: u64,
         now_ns: u64,
-        /// The cache's space at the stall (zones per state, watermarks).
+        /// The cache's space at the stall (zones per state, open and GC zones, valid chunks).
         space: String,
     },
     /// An internal invariant did not hold (a bug; reported, never a panic).
