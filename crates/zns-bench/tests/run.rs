@@ -247,6 +247,9 @@ fn more_writers_than_open_zones_take_turns() {
 fn mq_deadline_in_one_zone_vs_none_over_fourteen_zones_on_the_512b_format() {
     // ZNS-Study Fig. 6b: 14 outstanding 4 KiB writes; the mq-deadline job
     // writes one of the none jobs' zones so 14 zones are active in all
+    // (the 14 QD1 writers tie in time: this figure is a calibration of the
+    // registration-order rule and moves under ZNS_SHUFFLE_TIES, which
+    // scripts/test does not use on zns-bench; docs/runtime.md)
     let j = run_file(
         "[global]\nfilename=zn540-lbaf0\ndirect=1\nzonemode=zbd\nrw=write\nbs=4k\ntime_based\nruntime=100ms\nramp_time=10ms\npercentile_list=50\n\
          [mq]\nhost_stack=io-uring-mq-deadline\nioengine=libaio\niodepth=14\noffset=10z\nsize=1z\n\

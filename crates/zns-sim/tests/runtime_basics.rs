@@ -40,6 +40,7 @@ fn a_day_of_virtual_time_costs_nothing() {
 #[test]
 fn timers_fire_in_deadline_order_and_ties_in_registration_order() {
     let mut rt = Runtime::new(1);
+    rt.set_shuffle_ties(None); // registration order, whatever ZNS_SHUFFLE_TIES says
     let h = rt.handle();
     let log: Log = Rc::default();
     let deadlines = [
@@ -334,4 +335,60 @@ struct NoopWaker;
 
 impl std::task::Wake for NoopWaker {
     fn wake(self: std::sync::Arc<Self>) {}
+}
+
+/// The tie-order log of `tasks` sleepers: task `i` sleeps until
+/// `(i % 3) * 100` ns, so every deadline is shared by several tasks.
+fn tie_order(rt: &mut Runtime, tasks: usize) -> Vec<(u64, usize)> {
+    let h = rt.handle();
+    let log: Rc<RefCell<Vec<(u64, usize)>>> = Rc::default();
+    let mut joins = Vec::new();
+    for i in 0..tasks {
+        let (h2, log) = (h.clone(), log.clone());
+        joins.push(h.spawn(async move {
+            h2.sleep_until((i as u64 % 3) * 100).await;
+            log.borrow_mut().push((h2.now_ns(), i));
+        }));
+    }
+    rt.block_on(async move {
+        for j in joins {
+            j.await;
+        }
+    });
+    let out = log.borrow().clone();
+    out
+}
+
+#[test]
+fn tie_shuffling_permutes_same_instant_events_only_and_replays() {
+    let fifo = {
+        let mut rt = Runtime::new(7);
+        rt.set_shuffle_ties(None);
+        assert!(!rt.shuffles_ties());
+        tie_order(&mut rt, 24)
+    };
+    let shuffled = |stream: u64| {
+        let mut rt = Runtime::new(7);
+        rt.set_shuffle_ties(Some(stream));
+        assert!(rt.shuffles_ties());
+        tie_order(&mut rt, 24)
+    };
+    let a = shuffled(1);
+    // time still orders events: only ties move
+    let times: Vec<u64> = a.iter().map(|e| e.0).collect();
+    let mut sorted = times.clone();
+    sorted.sort_unstable();
+    assert_eq!(times, sorted, "shuffling must not reorder events in time");
+    let mut tasks: Vec<usize> = a.iter().map(|e| e.1).collect();
+    tasks.sort_unstable();
+    assert_eq!(tasks, (0..24).collect::<Vec<_>>(), "every task runs once");
+    assert_ne!(a, fifo, "24 tasks over 3 instants kept the FIFO order");
+    // same seed and stream: the same order; another stream: another order
+    assert_eq!(a, shuffled(1));
+    assert_ne!(a, shuffled(2));
+    // stream 0 is off
+    let mut rt = Runtime::new(7);
+    rt.set_shuffle_ties(Some(0));
+    assert!(!rt.shuffles_ties());
+    assert_eq!(tie_order(&mut rt, 24), fifo);
 }

@@ -152,6 +152,8 @@ fn oneshot_delivers_and_reports_a_dropped_sender() {
 #[test]
 fn unbounded_channel_is_fifo_and_ends_when_senders_drop() {
     let mut rt = Runtime::new(1);
+    // the producers' sleeps tie: registration order, whatever ZNS_SHUFFLE_TIES says
+    rt.set_shuffle_ties(None);
     let h = rt.handle();
     let (tx, mut rx) = mpsc::unbounded_channel::<(u32, u32)>();
     for p in 0..3u32 {

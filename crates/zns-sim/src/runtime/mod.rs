@@ -10,6 +10,15 @@
 //! - Virtual time only moves when no task is ready: the clock then jumps to
 //!   the earliest timer deadline and every timer due at that instant fires, in
 //!   registration order (ties broken by a sequence number).
+//! - Test mode (`ZNS_SHUFFLE_TIES`, [`Runtime::set_shuffle_ties`]): timers
+//!   due at the same instant fire in a random order instead, drawn from a
+//!   stream seeded by the run's seed and the mode's own number. Two sleeps
+//!   ending at the same nanosecond are a coincidence of the arithmetic, so
+//!   code whose results (not just their timing) change under this mode
+//!   depends on an order nothing promises. What the FIFO rule does promise
+//!   stays: tasks spawned or woken at one instant start in that order (a
+//!   submission queue, e.g. writes to one zone, relies on it), and the sync
+//!   primitives stay FIFO-fair. The same seed and number give the same run.
 //! - Nothing reads the wall clock except the paced mode ([`Runtime::paced`]),
 //!   which only *waits* before advancing the clock so that virtual time never
 //!   runs ahead of scaled wall time.
@@ -93,6 +102,39 @@ pub(crate) struct Core {
     /// the timer path).
     current_task: Cell<Option<TaskId>>,
     current_waker: RefCell<Option<Waker>>,
+    /// Test mode: the stream that orders timers due at the same instant
+    /// (`None`: registration order).
+    tie_shuffle: RefCell<Option<SimRng>>,
+}
+
+/// Environment variable that turns on the tie-shuffling test mode for every
+/// runtime created while it is set. A number picks the stream (different
+/// numbers give different orders); any other text is hashed to one (`on`
+/// works); unset, empty or `0` is off.
+pub const SHUFFLE_TIES_ENV: &str = "ZNS_SHUFFLE_TIES";
+
+/// Mixed into the seed of the tie-shuffling stream, so that it is not the
+/// master RNG's stream (whose forks `Handle::rng` hands out).
+const TIE_SHUFFLE_SALT: u64 = 0x7469_655f_7368_7566; // "tie_shuf"
+
+/// The tie-shuffle stream number from `ZNS_SHUFFLE_TIES`, if the mode is on.
+fn shuffle_ties_from_env() -> Option<u64> {
+    let value = std::env::var(SHUFFLE_TIES_ENV).ok()?;
+    shuffle_ties_stream(&value)
+}
+
+/// `ZNS_SHUFFLE_TIES`'s value as a stream number: `None` when off.
+fn shuffle_ties_stream(value: &str) -> Option<u64> {
+    let value = value.trim();
+    match value.parse::<u64>() {
+        Ok(0) => None,
+        Ok(n) => Some(n),
+        Err(_) if value.is_empty() => None,
+        // FNV-1a of the text: stable across runs and machines
+        Err(_) => Some(value.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        })),
+    }
 }
 
 /// Whom a runtime-internal wait wakes: the task that registered it (by id,
@@ -153,8 +195,26 @@ impl Runtime {
                 fired: RefCell::new(Vec::new()),
                 current_task: Cell::new(None),
                 current_waker: RefCell::new(None),
+                tie_shuffle: RefCell::new(
+                    shuffle_ties_from_env().map(|n| tie_shuffle_rng(seed, n)),
+                ),
             }),
         }
+    }
+
+    /// Turns the tie-shuffling test mode on (`Some(n)`, n ≠ 0: a stream of
+    /// its own, derived from the seed and n) or off (`None` or `Some(0)`),
+    /// whatever `ZNS_SHUFFLE_TIES` says. See the module documentation.
+    pub fn set_shuffle_ties(&self, stream: Option<u64>) {
+        let rng = stream
+            .filter(|&n| n != 0)
+            .map(|n| tie_shuffle_rng(self.core.seed, n));
+        *self.core.tie_shuffle.borrow_mut() = rng;
+    }
+
+    /// Whether the tie-shuffling test mode is on.
+    pub fn shuffles_ties(&self) -> bool {
+        self.core.tie_shuffle.borrow().is_some()
     }
 
     /// A handle for spawning tasks and reading the clock.
@@ -328,6 +388,10 @@ impl std::fmt::Debug for Handle {
     }
 }
 
+fn tie_shuffle_rng(seed: u64, stream: u64) -> SimRng {
+    SimRng::from_seed_u64(seed ^ TIE_SHUFFLE_SALT ^ stream.rotate_left(32))
+}
+
 impl Core {
     /// Schedules task `id` if it is live and not already scheduled. Called by
     /// wakers on the runtime's thread and for wakes drained from other threads.
@@ -453,6 +517,15 @@ impl Core {
         self.timers
             .borrow_mut()
             .pop_due(self.now_ns.get(), &mut fired);
+        if fired.len() > 1 {
+            if let Some(rng) = self.tie_shuffle.borrow_mut().as_mut() {
+                // Fisher-Yates: every order of the tied timers equally likely
+                for i in (1..fired.len()).rev() {
+                    let j = rng.below_u64(i as u64 + 1) as usize;
+                    fired.swap(i, j);
+                }
+            }
+        }
         for target in fired.drain(..) {
             self.wake_target_now(target);
         }
@@ -541,4 +614,20 @@ fn wake_on_current_thread(shared: &Arc<Shared>, id: TaskId) -> bool {
             }
         })
         .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shuffle_ties_stream;
+
+    #[test]
+    fn shuffle_ties_values() {
+        assert_eq!(shuffle_ties_stream(""), None);
+        assert_eq!(shuffle_ties_stream(" 0 "), None);
+        assert_eq!(shuffle_ties_stream("3"), Some(3));
+        let on = shuffle_ties_stream("on");
+        assert!(on.is_some());
+        assert_eq!(on, shuffle_ties_stream(" on"), "trimmed, and stable");
+        assert_ne!(on, shuffle_ties_stream("yes"));
+    }
 }
