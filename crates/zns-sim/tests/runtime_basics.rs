@@ -392,3 +392,18 @@ fn tie_shuffling_permutes_same_instant_events_only_and_replays() {
     assert!(!rt.shuffles_ties());
     assert_eq!(tie_order(&mut rt, 24), fifo);
 }
+
+#[test]
+fn a_deadlock_in_the_tie_shuffling_mode_names_its_stream() {
+    let result = std::panic::catch_unwind(|| {
+        let mut rt = Runtime::new(3);
+        rt.set_shuffle_ties(Some(5));
+        rt.block_on(std::future::pending::<()>());
+    });
+    let err = result.unwrap_err();
+    let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(
+        msg.contains("(seed=3, now_ns=0, live_tasks=0) [ZNS_SHUFFLE_TIES=5];"),
+        "{msg}"
+    );
+}

@@ -105,6 +105,8 @@ pub(crate) struct Core {
     /// Test mode: the stream that orders timers due at the same instant
     /// (`None`: registration order).
     tie_shuffle: RefCell<Option<SimRng>>,
+    /// The stream number behind `tie_shuffle`, for replay hints.
+    tie_shuffle_stream: Cell<Option<u64>>,
 }
 
 /// Environment variable that turns on the tie-shuffling test mode for every
@@ -195,21 +197,27 @@ impl Runtime {
                 fired: RefCell::new(Vec::new()),
                 current_task: Cell::new(None),
                 current_waker: RefCell::new(None),
-                tie_shuffle: RefCell::new(
-                    shuffle_ties_from_env().map(|n| tie_shuffle_rng(seed, n)),
-                ),
+                tie_shuffle: RefCell::new(None),
+                tie_shuffle_stream: Cell::new(None),
             }),
         }
+        .with_shuffle_ties(shuffle_ties_from_env())
+    }
+
+    fn with_shuffle_ties(self, stream: Option<u64>) -> Runtime {
+        let rng = stream.map(|n| tie_shuffle_rng(self.core.seed, n));
+        *self.core.tie_shuffle.borrow_mut() = rng;
+        self.core.tie_shuffle_stream.set(stream);
+        self
     }
 
     /// Turns the tie-shuffling test mode on (`Some(n)`, n ≠ 0: a stream of
     /// its own, derived from the seed and n) or off (`None` or `Some(0)`),
     /// whatever `ZNS_SHUFFLE_TIES` says. See the module documentation.
     pub fn set_shuffle_ties(&self, stream: Option<u64>) {
-        let rng = stream
-            .filter(|&n| n != 0)
-            .map(|n| tie_shuffle_rng(self.core.seed, n));
-        *self.core.tie_shuffle.borrow_mut() = rng;
+        let stream = stream.filter(|&n| n != 0);
+        *self.core.tie_shuffle.borrow_mut() = stream.map(|n| tie_shuffle_rng(self.core.seed, n));
+        self.core.tie_shuffle_stream.set(stream);
     }
 
     /// Whether the tie-shuffling test mode is on.
@@ -546,8 +554,12 @@ impl Core {
     }
 
     fn deadlock(&self) -> ! {
+        let replay = match self.tie_shuffle_stream.get() {
+            Some(n) => format!(" [{SHUFFLE_TIES_ENV}={n}]"),
+            None => String::new(),
+        };
         panic!(
-            "deadlock: no runnable task and no pending timer (seed={}, now_ns={}, live_tasks={}); \
+            "deadlock: no runnable task and no pending timer (seed={}, now_ns={}, live_tasks={}){replay}; \
              the future passed to block_on waits for something that can never happen",
             self.seed,
             self.now_ns.get(),
