@@ -312,8 +312,17 @@ fn bad_parameters_are_errors() {
     ));
 }
 
+/// Property-test cases: `default`, or `ZNS_CASES` for a longer hunt (with
+/// `ZNS_SHUFFLE_TIES`, for instance).
+fn cases(default: u32) -> u32 {
+    std::env::var("ZNS_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(16), ..ProptestConfig::default() })]
 
     #[test]
     fn no_lost_or_duplicated_key_and_hits_return_their_bytes(

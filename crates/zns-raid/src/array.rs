@@ -419,6 +419,71 @@ pub(crate) struct Inner {
     /// Wakes waiters of one logical zone's progress only (completed prefix,
     /// in-flight count): piece completions need not wake gated sub-I/Os.
     pub pwake: Vec<Notify>,
+    /// The command gate: closed while `rebuild` runs, so that no command
+    /// meets a spare whose zones are not rebuilt yet.
+    pub gate: CommandGate,
+}
+
+/// Holds the array's commands (read, write, append, zone management, flush)
+/// while a rebuild runs: `rebuild` closes it and waits for the commands
+/// already inside to finish; commands arriving meanwhile wait at the gate and
+/// run, in arrival order, once it opens again.
+#[derive(Default)]
+pub(crate) struct CommandGate {
+    closed: Cell<bool>,
+    inside: Cell<usize>,
+    wake: Notify,
+}
+
+/// A command's pass through the gate; dropping it lets a waiting rebuild on.
+pub(crate) struct GatePass<'a>(&'a CommandGate);
+
+impl Drop for GatePass<'_> {
+    fn drop(&mut self) {
+        let g = self.0;
+        g.inside.set(g.inside.get() - 1);
+        if g.closed.get() && g.inside.get() == 0 {
+            g.wake.notify_waiters();
+        }
+    }
+}
+
+impl CommandGate {
+    /// Waits while the gate is closed, then counts the command in.
+    pub async fn enter(&self) -> GatePass<'_> {
+        while self.closed.get() {
+            self.wake.notified().await;
+        }
+        self.inside.set(self.inside.get() + 1);
+        GatePass(self)
+    }
+
+    /// Closes the gate and waits until no command is inside; the gate opens
+    /// again when the returned hold is dropped. `None` if another rebuild
+    /// holds it already.
+    pub async fn close(&self) -> Option<GateHold<'_>> {
+        if self.closed.replace(true) {
+            return None;
+        }
+        // from here on the hold reopens the gate, also if this future is
+        // dropped while it waits
+        let hold = GateHold(self);
+        while self.inside.get() > 0 {
+            self.wake.notified().await;
+        }
+        Some(hold)
+    }
+}
+
+/// A rebuild's hold on the closed gate; dropping it opens the gate and lets
+/// the waiting commands in.
+pub(crate) struct GateHold<'a>(&'a CommandGate);
+
+impl Drop for GateHold<'_> {
+    fn drop(&mut self) {
+        self.0.closed.set(false);
+        self.0.wake.notify_waiters();
+    }
 }
 
 /// A RAID-5 array of zoned devices (ZRAID), itself a `ZonedDevice`.
@@ -1864,27 +1929,41 @@ impl ZonedDevice for RaidArray {
         })
     }
 
+    // every command passes the rebuild gate (`CommandGate`)
     fn read<'a>(&'a self, slba: u64, buf: &'a mut [u8]) -> CmdFuture<'a, ()> {
-        Box::pin(self.read_impl(slba, buf))
+        Box::pin(async move {
+            let _pass = self.inner.gate.enter().await;
+            self.read_impl(slba, buf).await
+        })
     }
 
     fn write<'a>(&'a self, slba: u64, data: &'a [u8], flags: IoFlags) -> CmdFuture<'a, ()> {
         Box::pin(async move {
+            let _pass = self.inner.gate.enter().await;
             self.write_impl(slba, data, flags.fua, false).await?;
             Ok(())
         })
     }
 
     fn append<'a>(&'a self, zslba: u64, data: &'a [u8], flags: IoFlags) -> CmdFuture<'a, u64> {
-        Box::pin(self.write_impl(zslba, data, flags.fua, true))
+        Box::pin(async move {
+            let _pass = self.inner.gate.enter().await;
+            self.write_impl(zslba, data, flags.fua, true).await
+        })
     }
 
     fn zone_send(&self, cmd: ZoneSendCmd) -> CmdFuture<'_, ()> {
-        Box::pin(self.zone_send_impl(cmd))
+        Box::pin(async move {
+            let _pass = self.inner.gate.enter().await;
+            self.zone_send_impl(cmd).await
+        })
     }
 
     fn flush(&self) -> CmdFuture<'_, ()> {
-        Box::pin(self.flush_impl())
+        Box::pin(async move {
+            let _pass = self.inner.gate.enter().await;
+            self.flush_impl().await
+        })
     }
 }
 

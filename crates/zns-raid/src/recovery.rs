@@ -288,6 +288,7 @@ fn new_inner(
             Vec::new()
         },
         pwake: (0..zcount).map(|_| Notify::new()).collect(),
+        gate: Default::default(),
     }))
 }
 
@@ -463,7 +464,9 @@ impl RaidArray {
     /// surviving members (XOR of the row; the partial stripe from the stripe
     /// buffer), partial parity and WP-log slots are rewritten, and the spare's
     /// write pointers are set as the original's were. The spare then replaces
-    /// the member.
+    /// the member. Commands issued while it runs wait until it is done (the
+    /// commands already running finish first): the array is offline for the
+    /// rebuild's duration, never wrong.
     pub async fn rebuild(&self, index: usize, spare: Rc<dyn ZonedDevice>) -> Result<(), RaidError> {
         let inner = &self.inner;
         let l = inner.layout;
@@ -484,6 +487,13 @@ impl RaidArray {
                 detail: describe_difference(&inner.member_cfg, spare.config()),
             });
         }
+        // new commands wait until the rebuild is done (the spare's zones are
+        // rebuilt one by one); those already running finish first
+        let Some(_hold) = inner.gate.close().await else {
+            return Err(RaidError::Rebuild(
+                "another rebuild is running on this array".into(),
+            ));
+        };
         self.quiesce().await;
         if let Some(e) = inner.st.borrow().poisoned {
             return Err(RaidError::Rebuild(format!("array is stopped: {e}")));

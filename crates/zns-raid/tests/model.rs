@@ -341,8 +341,17 @@ fn run_case(
     Ok(())
 }
 
+/// Property-test cases: `default`, or `ZNS_CASES` for a longer hunt (with
+/// `ZNS_SHUFFLE_TIES`, for instance).
+fn cases(default: u32) -> u32 {
+    std::env::var("ZNS_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(24), ..ProptestConfig::default() })]
 
     #[test]
     fn zn540_array_behaves_like_a_zns_device(
