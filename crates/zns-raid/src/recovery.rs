@@ -552,7 +552,19 @@ impl RaidArray {
         let c = l.chunk_lbas;
         let sl = l.stripe_lbas();
         let nd = l.data_chunks() as u32;
-        for zone in 0..inner.cfg.zone_count {
+        // full zones first: one finished inside a stripe borrows a ZRWA for a
+        // moment, which must not find the open zones holding them all
+        let zone_order: Vec<u32> = {
+            let st = inner.st.borrow();
+            let full = |z: &u32| st.zones.descriptor(*z).map(|d| d.state) == Some(ZoneState::Full);
+            let zones = 0..inner.cfg.zone_count;
+            zones
+                .clone()
+                .filter(full)
+                .chain(zones.filter(|z| !full(z)))
+                .collect()
+        };
+        for zone in zone_order {
             let (state, internal_wp, d, gen) = {
                 let st = inner.st.borrow();
                 let desc = st.zones.descriptor(zone).expect("zone in range");
@@ -576,7 +588,11 @@ impl RaidArray {
             };
             let s_full = d / sl;
             let r = d % sl;
-            if !full {
+            // written through a ZRWA as the original was: an open zone, and a
+            // zone finished inside a stripe (its partial parity slots lie
+            // ahead of the partial row; Finish commits them)
+            let zrwa = !full || r > 0;
+            if zrwa {
                 spare
                     .zone_send(ZoneSendCmd {
                         action: ZoneAction::Open { zrwa: true },
@@ -608,7 +624,7 @@ impl RaidArray {
                     .write(zstart + row * c, &chunk, IoFlags::NONE)
                     .await
                     .map_err(&err)?;
-                if !full {
+                if zrwa {
                     advance(inner, zone, gen, dev, ((row + 1) * c).min(target))
                         .await
                         .map_err(&err)?;
@@ -641,25 +657,52 @@ impl RaidArray {
                         .await
                         .map_err(&err)?;
                 }
-                if !full {
-                    // partial parity held by this member (Rule 1 slots)
-                    if let Some(row) = l.slot_row(s_full) {
-                        let mut pps = Vec::new();
-                        if e > 0 && j + 1 < nd {
-                            pps.push((j, e));
-                        }
-                        if j >= 1 {
-                            pps.push((j - 1, c));
-                        }
-                        for (m, len) in pps {
-                            if l.pp_dev(zone, s_full, m) == dev {
-                                let pp = xor_range(&buf, c, b, m, 0, len);
-                                spare
-                                    .write(zstart + l.member_off(row, 0), &pp, IoFlags::NONE)
-                                    .await
-                                    .map_err(&err)?;
+                {
+                    // partial parity this member holds: "XOR through chunk j"
+                    // over [0, e) and through chunk j − 1 (the last data
+                    // chunk's is in place, above)
+                    let mut pps = Vec::new();
+                    if e > 0 && j + 1 < nd {
+                        pps.push((j, e));
+                    }
+                    if j >= 1 {
+                        pps.push((j - 1, c));
+                    }
+                    match l.slot_row(s_full) {
+                        // in its Rule-1 slot when it is the member of chunk m + 1
+                        Some(row) => {
+                            for (m, len) in pps {
+                                if l.pp_dev(zone, s_full, m) == dev {
+                                    let pp = xor_range(&buf, c, b, m, 0, len);
+                                    spare
+                                        .write(zstart + l.member_off(row, 0), &pp, IoFlags::NONE)
+                                        .await
+                                        .map_err(&err)?;
+                                }
                             }
                         }
+                        // near the zone end, as PP records in the metadata
+                        // zone when it is the stripe's parity member
+                        None if l.parity_dev(zone, s_full) == dev => {
+                            for (m, len) in pps {
+                                let seq = {
+                                    let mut st = inner.st.borrow_mut();
+                                    st.seq += 1;
+                                    st.seq
+                                };
+                                let rec = Record {
+                                    kind: RecordKind::Pp,
+                                    array_id: inner.array_id.get(),
+                                    zone,
+                                    gen,
+                                    seq,
+                                    f: [s_full, u64::from(m), 0, len, 0, 0],
+                                    payload: xor_range(&buf, c, b, m, 0, len),
+                                };
+                                md_append(inner, dev, rec).await.map_err(&err)?;
+                            }
+                        }
+                        None => {}
                     }
                 }
             }
@@ -845,6 +888,10 @@ async fn recover_zone(
         let z = &mut st.z[zone as usize];
         z.ready = true;
         z.set_progress(end, l.chunk_lbas);
+        // a zone finished inside a stripe: degraded reads of that stripe
+        // rebuild it from partial parity (the bytes are not reloaded)
+        z.start_stripe(end / l.stripe_lbas());
+        z.filled = end % l.stripe_lbas();
         return Ok(if end >= cap {
             record(ZoneState::Full, cap, false)
         } else {

@@ -338,6 +338,17 @@ fn run_case(
         }
     }
     check_all(&mut rt, &reopened, &m, "after reopen")?;
+    // the rebuilt member's partial parity (Rule-1 slots, metadata-zone
+    // records near a zone end) must serve a later failure of another one
+    let other = (victim + 1) % n;
+    ctrls[other].fail();
+    reopened.fail_member(other);
+    check_all(
+        &mut rt,
+        &reopened,
+        &m,
+        "rebuilt and reopened, another member failed",
+    )?;
     Ok(())
 }
 
