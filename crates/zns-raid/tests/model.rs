@@ -104,8 +104,15 @@ fn run_case(
             .flat_map(|i| block_data(slba + i, salt, b))
             .collect()
     };
+    // a member dies before step `fail_at` (after the last step: at rest) and
+    // the array finds out by itself; the rest runs degraded
+    let victim = (seed % n as u64) as usize;
+    let fail_at = (seed / n as u64) as usize % (ops.len() + 1);
     for (step, op) in ops.iter().enumerate() {
         salt += 1;
+        if step == fail_at {
+            ctrls[victim].fail();
+        }
         match op {
             Op::Write { zone, nlb, fua } => {
                 let slba = m.zones.write_pointer(*zone).unwrap();
@@ -248,7 +255,6 @@ fn run_case(
         };
     check_all(&mut rt, &array, &m, "normal read")?;
     // degraded: one member failed
-    let victim = (seed % n as u64) as usize;
     ctrls[victim].fail();
     array.fail_member(victim); // reads may not have touched it yet
     check_all(&mut rt, &array, &m, "degraded read")?;
