@@ -335,44 +335,27 @@ impl std::str::FromStr for RaidSpec {
 impl RaidSpec {
     /// Opens the member controllers (no data kept) and creates the array.
     pub fn build(&self, rt: &mut Runtime) -> Result<(RaidArray, Vec<Controller>), String> {
-        let handle = rt.handle();
-        let mut ctrls = Vec::new();
+        let mut profiles = Vec::new();
         for (i, m) in self.members.iter().enumerate() {
             if m.starts_with("raid:") {
                 return Err(format!("member {i}: an array cannot be a member"));
             }
             let profile = Profile::load(m).map_err(|e| format!("member {i} ({m}): {e}"))?;
-            let opts = ControllerOptions {
-                store: StoreKind::None,
-                host_stack: self.member_stack,
-            };
-            ctrls.push(
-                Controller::new(&handle, profile, opts)
-                    .map_err(|e| format!("member {i} ({m}): {e}"))?,
-            );
+            profiles.push((m.clone(), profile));
         }
-        let mut devs: Vec<Rc<dyn ZonedDevice>> = Vec::new();
-        for (i, c) in ctrls.iter().enumerate() {
-            let z = c.first_zoned().ok_or_else(|| {
-                format!("member {i} ({}) has no zoned namespace", self.members[i])
-            })?;
-            if self.aggregate > 1 {
-                let a = zns_raid::AggregatedZns::new(&handle, Rc::new(z), self.aggregate)
-                    .map_err(|e| format!("member {i} ({}): {e}", self.members[i]))?;
-                devs.push(Rc::new(a));
-            } else {
-                devs.push(Rc::new(z));
-            }
-        }
-        // the members keep no data, so the array need not compute parity
-        let options = RaidOptions {
-            timing_only: true,
-            ..self.options
+        let members = zns_raid::build::Members {
+            profiles,
+            host_stack: self.member_stack,
+            // the members keep no data, so the array need not compute parity
+            store: StoreKind::None,
+            aggregate: self.aggregate,
         };
-        let array = rt
-            .block_on(RaidArray::create(&handle, devs, options))
-            .map_err(|e| e.to_string())?;
-        Ok((array, ctrls))
+        let handle = rt.handle();
+        rt.block_on(zns_raid::build::create_from_profiles(
+            &handle,
+            &members,
+            self.options,
+        ))
     }
 }
 

@@ -1,5 +1,6 @@
 //! Running the cache: open the device (a profile and a namespace: zoned →
-//! ZNS backend, conventional → block backend), precondition it if asked,
+//! ZNS backend, conventional → block backend; or a RAID array of zoned
+//! devices, zns-raid, under the ZNS backend), precondition it if asked,
 //! build the workload, start N worker tasks and the eviction task on one
 //! deterministic runtime, sample the time series every interval of virtual
 //! time, and summarise.
@@ -78,6 +79,19 @@ pub struct DeviceSpec {
     pub discard: bool,
     pub zns_write: ZnsWrite,
     pub precondition: Precondition,
+    /// `Some`: the device is a RAID array of `profile` devices (their first
+    /// zoned namespace; `nsid` does not apply), run under the ZNS backend.
+    pub array: Option<ArraySpec>,
+}
+
+/// A RAID array of identical members (`zns cache run --device raid:5xzn540`).
+#[derive(Debug, Clone)]
+pub struct ArraySpec {
+    pub members: usize,
+    pub options: zns_raid::RaidOptions,
+    pub member_stack: HostStack,
+    /// Zones of a member presented as one (1: none).
+    pub aggregate: u32,
 }
 
 impl DeviceSpec {
@@ -91,6 +105,7 @@ impl DeviceSpec {
             discard: false,
             zns_write: ZnsWrite::WritePointer,
             precondition: Precondition::None,
+            array: None,
         }
     }
 }
@@ -201,7 +216,9 @@ const GIB: f64 = (1u64 << 30) as f64;
 /// A backend plus what the report needs about it.
 pub struct OpenDevice {
     pub dev: Rc<dyn ChunkDevice>,
-    pub controller: Controller,
+    /// The device's controller; `None` for an array (its members are
+    /// inside it).
+    pub controller: Option<Controller>,
     pub nsid: u32,
 }
 
@@ -226,8 +243,12 @@ pub fn block_backend<B: BlockDevice + 'static>(
     Ok(Rc::new(b))
 }
 
-/// Opens the device a spec names.
-pub fn open_device(handle: &Handle, spec: &DeviceSpec) -> Result<OpenDevice, CacheError> {
+/// Opens the device a spec names (an array is created on `rt`).
+pub fn open_device(rt: &mut Runtime, spec: &DeviceSpec) -> Result<OpenDevice, CacheError> {
+    if let Some(a) = &spec.array {
+        return open_array(rt, spec, a);
+    }
+    let handle = &rt.handle();
     let p = &spec.profile;
     let nsid = match spec.nsid {
         Some(n) => n,
@@ -295,13 +316,51 @@ pub fn open_device(handle: &Handle, spec: &DeviceSpec) -> Result<OpenDevice, Cac
     };
     Ok(OpenDevice {
         dev,
-        controller: ctrl,
+        controller: Some(ctrl),
         nsid,
     })
 }
 
 /// Fills the device before the run (untimed for the run's statistics; the
 /// virtual clock moves on).
+/// Creates the array a spec names, with `spec.store` on every member.
+fn open_array(
+    rt: &mut Runtime,
+    spec: &DeviceSpec,
+    a: &ArraySpec,
+) -> Result<OpenDevice, CacheError> {
+    if spec.nsid.is_some() {
+        return Err(CacheError::Device(
+            "--nsid does not apply to a RAID array (its members' first zoned namespaces are used)"
+                .into(),
+        ));
+    }
+    if spec.precondition != Precondition::None {
+        return Err(CacheError::Device(
+            "--precondition is not supported on a RAID array (the cache resets its zones anyway)"
+                .into(),
+        ));
+    }
+    let name = spec.profile.name.clone();
+    let members = zns_raid::build::Members {
+        profiles: vec![(name, spec.profile.clone()); a.members],
+        host_stack: a.member_stack,
+        store: spec.store,
+        aggregate: a.aggregate,
+    };
+    let handle = rt.handle();
+    let (array, _members) = rt
+        .block_on(zns_raid::build::create_from_profiles(
+            &handle, &members, a.options,
+        ))
+        .map_err(CacheError::Device)?;
+    Ok(OpenDevice {
+        dev: Rc::new(ZnsBackend::new(array, spec.zns_write)),
+        controller: None,
+        nsid: 1,
+    })
+}
+
 async fn precondition(
     handle: &Handle,
     ctrl: &Controller,
@@ -413,7 +472,7 @@ pub fn run_cache(
     }
     let mut rt = Runtime::new(spec.seed);
     let handle = rt.handle();
-    let open = open_device(&handle, &spec.device)?;
+    let open = open_device(&mut rt, &spec.device)?;
     let remote_ns = spec.remote.fetch_ns(spec.cache.chunk_bytes);
     let remote = RemoteFetch::new(
         remote_ns,
@@ -442,10 +501,11 @@ pub fn run_cache(
     let total = workload.ids.len() as u64 * u64::from(spec.iterations);
     // Precondition and prepare (reset the cache's zones), then t = 0.
     {
-        let ctrl = open.controller.clone();
-        let h = handle.clone();
-        let (mode, nsid, zones) = (spec.device.precondition, open.nsid, geo.zones);
-        rt.block_on(async move { precondition(&h, &ctrl, nsid, mode, zones).await })?;
+        if let Some(ctrl) = open.controller.clone() {
+            let h = handle.clone();
+            let (mode, nsid, zones) = (spec.device.precondition, open.nsid, geo.zones);
+            rt.block_on(async move { precondition(&h, &ctrl, nsid, mode, zones).await })?;
+        }
         let c = cache.clone();
         rt.block_on(async move { c.prepare().await })?;
     }

@@ -1,4 +1,5 @@
-//! ZPLRU and CLRU on both backends, end to end on small emulated devices
+//! ZPLRU and CLRU on both backends (and the ZNS backend over a RAID array of
+//! zoned devices), end to end on small emulated devices
 //! with a byte-keeping store: every hit returns the bytes stored for its key
 //! (checked on every read), the map and the chunk slots agree one to one
 //! after every interval (no lost or duplicated key), capacity is never
@@ -15,6 +16,9 @@ enum Dev {
     Zns(ZnsWrite),
     /// `zn540-cns` NSID 1 split into 768 KiB regions.
     Block,
+    /// A RAID array of 3 ZN540s shrunk to 24 zones of 1.75 MiB (3.5 MiB
+    /// logical zones), members keeping their bytes.
+    Raid(zns_raid::Variant),
 }
 
 fn device(dev: Dev) -> DeviceSpec {
@@ -30,6 +34,32 @@ fn device(dev: Dev) -> DeviceSpec {
             d.nsid = Some(1);
             d.region_bytes = Some(768 << 10);
             d.store = StoreKind::Memory;
+            d
+        }
+        Dev::Raid(variant) => {
+            let overrides: Vec<(String, String)> = [
+                ("namespace.0.zone_count", "24"),
+                ("namespace.0.zone_size_lbas", "512"),
+                ("namespace.0.zone_capacity_lbas", "448"),
+            ]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+            let member = Profile::builtin("zn540")
+                .unwrap()
+                .with_overrides(&overrides)
+                .unwrap();
+            let mut d = DeviceSpec::new(member);
+            d.store = StoreKind::Memory;
+            d.array = Some(zns_cache::run::ArraySpec {
+                members: 3,
+                options: zns_raid::RaidOptions {
+                    variant,
+                    ..zns_raid::RaidOptions::default()
+                },
+                member_stack: zns_sim::timing::HostStack::IoUringNone,
+                aggregate: 1,
+            });
             d
         }
     }
@@ -96,6 +126,8 @@ fn every_policy_on_every_backend() {
         Dev::Zns(ZnsWrite::WritePointer),
         Dev::Zns(ZnsWrite::Append),
         Dev::Block,
+        Dev::Raid(zns_raid::Variant::Zraid),
+        Dev::Raid(zns_raid::Variant::RaiznPlus),
     ] {
         for (policy, order) in [
             (Policy::Zplru, FetchOrder::HoldZone),
@@ -330,6 +362,8 @@ proptest! {
             Just(Dev::Zns(ZnsWrite::WritePointer)),
             Just(Dev::Zns(ZnsWrite::Append)),
             Just(Dev::Block),
+            Just(Dev::Raid(zns_raid::Variant::Zraid)),
+            Just(Dev::Raid(zns_raid::Variant::RaiznPlus)),
         ],
         policy in prop_oneof![Just(Policy::Zplru), Just(Policy::Clru)],
         chunk_kib in prop_oneof![Just(64u64), Just(192), Just(256), Just(320)],

@@ -69,7 +69,10 @@ pub enum ReproCommand {
 #[derive(Args, Clone)]
 pub struct CacheShape {
     /// Device profile (built-in name or TOML file). A zoned namespace gets the
-    /// ZNS backend, a conventional one the block backend.
+    /// ZNS backend, a conventional one the block backend. Or a RAID array of
+    /// identical zoned devices, as `zns bench` takes it:
+    /// raid:5xzn540[,variant=raizn+][,chunk=64k][,policy=wplog][,stack=none]
+    /// (--set then applies to every member).
     #[arg(long, default_value = "zn540")]
     device: String,
     /// Namespace (default: the first zoned namespace, else the first).
@@ -274,8 +277,28 @@ fn bar(show: bool, template: &str) -> Option<indicatif::ProgressBar> {
 
 impl CacheShape {
     fn device_spec(&self) -> Result<zns_cache::DeviceSpec, CliError> {
+        let array = match self.device.strip_prefix("raid:") {
+            Some(spec) => Some(
+                spec.parse::<zns_bench::target::RaidSpec>()
+                    .map_err(|e| CliError::Usage(format!("--device {}: {e}", self.device)))?,
+            ),
+            None => None,
+        };
+        let member = match &array {
+            Some(a) => {
+                let first = &a.members[0];
+                if let Some(other) = a.members.iter().find(|m| *m != first) {
+                    return Err(CliError::Usage(format!(
+                        "--device {}: the cache's arrays need identical members ({first} and {other})",
+                        self.device
+                    )));
+                }
+                first.clone()
+            }
+            None => self.device.clone(),
+        };
         let profile = ProfileArgs {
-            profile: self.device.clone(),
+            profile: member,
             set: self.set.clone(),
             zones: None,
             zone_cap_lbas: None,
@@ -285,6 +308,12 @@ impl CacheShape {
         .load()?;
         let mut d = zns_cache::DeviceSpec::new(profile);
         d.nsid = self.nsid;
+        d.array = array.map(|a| zns_cache::run::ArraySpec {
+            members: a.members.len(),
+            options: a.options,
+            member_stack: a.member_stack,
+            aggregate: a.aggregate,
+        });
         if let Some(r) = &self.region {
             d.region_bytes = Some(parse_bytes(r).map_err(cache_err)?);
         }
@@ -415,8 +444,8 @@ fn gen(a: GenArgs) -> Result<ExitCode, CliError> {
             }
             let dev = a.shape.device_spec()?;
             let cfg = a.shape.config()?;
-            let rt = zns_sim::Runtime::new(0);
-            let open = zns_cache::run::open_device(&rt.handle(), &dev).map_err(cache_err)?;
+            let mut rt = zns_sim::Runtime::new(0);
+            let open = zns_cache::run::open_device(&mut rt, &dev).map_err(cache_err)?;
             let geo = zns_cache::Geometry::derive(&cfg, &open.dev.layout(), open.dev.kind())
                 .map_err(cache_err)?;
             ((geo.total_chunks as f64) * a.ratio).ceil() as u64

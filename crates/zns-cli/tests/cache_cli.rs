@@ -85,6 +85,38 @@ fn json_and_the_block_backend() {
 }
 
 #[test]
+fn a_raid_array_is_a_cache_device() {
+    let mut args = vec![
+        "cache",
+        "run",
+        "--json",
+        "--set",
+        "namespace.0.zone_count=24",
+        "--set",
+        "namespace.0.zone_size_lbas=512",
+        "--set",
+        "namespace.0.zone_capacity_lbas=448",
+    ];
+    let mut tiny = TINY.to_vec();
+    tiny[1] = "raid:3xzn540,variant=raizn+";
+    args.extend(tiny);
+    let o = zns(&args);
+    assert_eq!(code(&o), 0, "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["backend"], "zns");
+    assert_eq!(v["counters"]["gets"], 600);
+    // the cache's arrays are of identical members; a bad spec is a usage error
+    for (device, says) in [
+        ("raid:zn540,tiny,zn540", "identical members"),
+        ("raid:3xzn540,variant=raid6", "unknown RAID variant"),
+    ] {
+        let o = zns(&["cache", "run", "--device", device]);
+        assert_eq!(code(&o), 2, "{device}: {}", text(&o.stderr));
+        assert!(text(&o.stderr).contains(says), "{device}: {}", text(&o.stderr));
+    }
+}
+
+#[test]
 fn generated_workload_files_replay() {
     let dir = tempfile::tempdir().unwrap();
     let w = dir.path().join("w.bin");

@@ -1043,8 +1043,8 @@ async fn log_append(
     Err(NvmeStatus::InternalError.into())
 }
 
-/// The current log zone of `dev` is full: reset the other one and make it
-/// current. A metadata zone starts with a new superblock and the zone
+/// The current log zone of `dev` is full (or the next record does not fit):
+/// finish it, reset the other one and make it current. A metadata zone starts with a new superblock and the zone
 /// generations; a PP log zone (RAIZN's GC) with the partial stripes of the
 /// open zones whose parity lives on `dev`, so the PP records in the zone
 /// being dropped are no longer needed.
@@ -1061,6 +1061,17 @@ async fn log_switch(inner: &Rc<Inner>, log: LogZone, dev: u32, full: u32) -> Res
         let Some(m) = inner.member(dev) else {
             return Ok(());
         };
+        // an append that does not fit leaves the zone short of full but
+        // active: finish it (a no-op when full, as RAIZN's GC does), or it
+        // and the new one would hold two of the member's active zones
+        let r = m
+            .zone_send(ZoneSendCmd {
+                action: ZoneAction::Finish,
+                slba: inner.log_zone_start(log, full),
+                select_all: false,
+            })
+            .await;
+        inner.member_result(dev, r)?;
         let new = 1 - full;
         let r = m
             .zone_send(ZoneSendCmd {

@@ -19,6 +19,7 @@
 
 pub mod aggr;
 mod array;
+pub mod build;
 pub mod crashtest;
 pub mod layout;
 pub mod md;

@@ -84,6 +84,41 @@ fn a_full_pp_log_zone_is_collected_and_writing_goes_on() {
     assert!(st.pp_gc_count > 0, "{st:?}");
 }
 
+/// The story: a PP log zone switched when the next record did not fit, but
+/// the zone it left was not full and stayed active. On members whose active
+/// zones were all taken (data zones, metadata zone, PP log zone), the new
+/// PP log zone was one too many (Too Many Active Zones); ZNCache over a
+/// RAIZN+ array found it. The old zone is now finished first.
+#[test]
+fn a_pp_log_zone_switch_takes_no_extra_active_zone() {
+    let mut rt = Runtime::new(3);
+    // 3 active zones per member: one data zone, the metadata zone, the PP
+    // log zone
+    let p = profile(
+        "zn540",
+        &[
+            ("namespace.0.zone_count", "8"),
+            ("namespace.0.zone_size_lbas", "512"),
+            ("namespace.0.zone_capacity_lbas", "448"),
+            ("namespace.0.max_open_zones", "3"),
+            ("namespace.0.max_active_zones", "3"),
+        ],
+    );
+    let ctrls = controllers(&rt, &p, 5);
+    let h = rt.handle();
+    let opts = RaidOptions {
+        variant: Variant::RaiznPlus,
+        ..RaidOptions::default()
+    };
+    let a = rt
+        .block_on(RaidArray::create(&h, devs(&ctrls), opts))
+        .unwrap();
+    assert_eq!(a.config().max_active_zones, 1);
+    fill_zones(&mut rt, &a, 4, 4, 3, 9, 0);
+    rt.block_on(a.quiesce());
+    assert!(a.stats().pp_gc_count > 0, "{:?}", a.stats());
+}
+
 #[test]
 fn non_zraid_variants_refuse_what_they_do_not_implement() {
     let mut rt = Runtime::new(1);
