@@ -112,7 +112,11 @@ fn a_raid_array_is_a_cache_device() {
     ] {
         let o = zns(&["cache", "run", "--device", device]);
         assert_eq!(code(&o), 2, "{device}: {}", text(&o.stderr));
-        assert!(text(&o.stderr).contains(says), "{device}: {}", text(&o.stderr));
+        assert!(
+            text(&o.stderr).contains(says),
+            "{device}: {}",
+            text(&o.stderr)
+        );
     }
 }
 
