@@ -120,6 +120,29 @@ fn check(r: &RunReport, requests: u64) {
     }
 }
 
+/// Regression (proptest, CI): on a ZRAID array a zone filled by its last
+/// write counted as inactive at once, but its member zones stayed active
+/// until the ZRWA manager had flushed them full; a new zone opened meanwhile
+/// was one too many on the members (Too Many Active Zones). The array now
+/// opens member zones only while fewer than its limit hold them.
+#[test]
+fn a_zone_filling_up_does_not_overcommit_the_members_active_zones() {
+    let mut s = spec(
+        Dev::Raid(zns_raid::Variant::Zraid),
+        Policy::Zplru,
+        256,
+        13,
+        4.307682467591217,
+        Distribution::Uniform,
+        203,
+        15410174815323842837,
+        0,
+    );
+    s.cache.fetch_order = FetchOrder::HoldZone;
+    let r = run_cache(&s, &mut |_| {}).unwrap();
+    check(&r, 203);
+}
+
 #[test]
 fn every_policy_on_every_backend() {
     for dev in [

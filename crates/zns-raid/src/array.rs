@@ -203,6 +203,10 @@ pub(crate) struct ZoneRt {
     /// entry, or a progress past the first chunk): the member write pointers
     /// alone encode one chunk on a single member (`Layout::targets`).
     pub first_chunk_logged: bool,
+    /// The member zones of this generation were opened and still hold an
+    /// active resource on every member (counted in
+    /// `State::member_active_zones`).
+    pub holds_members: bool,
 }
 
 impl ZoneRt {
@@ -230,6 +234,7 @@ impl ZoneRt {
             wplog_idx: 0,
             logged_end: 0,
             first_chunk_logged: false,
+            holds_members: false,
         }
     }
 
@@ -392,6 +397,12 @@ pub(crate) struct State {
     /// When each submission FIFO is free again (virtual ns): one per
     /// logical zone, or a single one for RAIZN.
     pub fifo_free_ns: Vec<u64>,
+    /// Logical zones whose member zones hold an active resource. It runs
+    /// ahead of the logical zone states: a zone full by its last write, or
+    /// being reset, holds its member zones until the ZRWA manager, the
+    /// finish or the reset is done with them. New member zones open only
+    /// below `cfg.max_active_zones`, so the members never see one too many.
+    pub member_active_zones: u32,
 }
 
 pub(crate) struct Inner {
@@ -550,6 +561,19 @@ impl Inner {
         for n in self.zwake.iter().chain(&self.pwake) {
             n.notify_waiters();
         }
+    }
+    /// Zone `zone` (generation `gen`) no longer holds its member zones'
+    /// active resources (they are full, finished or reset).
+    pub fn release_members(&self, zone: u32, gen: u64) {
+        let mut st = self.st.borrow_mut();
+        let z = &mut st.z[zone as usize];
+        if z.gen != gen || !z.holds_members {
+            return;
+        }
+        z.holds_members = false;
+        st.member_active_zones -= 1;
+        drop(st);
+        self.wake.notify_waiters();
     }
     pub fn mark_failed(&self, dev: u32) {
         self.failed.borrow_mut()[dev as usize] = true;
@@ -1165,7 +1189,8 @@ fn partial_stripes_on(inner: &Inner, dev: u32) -> Vec<Record> {
 /// Opens every member zone of `zone` with a ZRWA (first write of a generation).
 async fn ensure_ready(inner: &Rc<Inner>, zone: u32, gen: u64) -> Result<(), NvmeError> {
     loop {
-        {
+        // wait for the zone itself, or for a member active zone
+        let for_members = {
             let st = inner.st.borrow();
             if let Some(e) = st.poisoned {
                 return Err(e);
@@ -1178,12 +1203,29 @@ async fn ensure_ready(inner: &Rc<Inner>, zone: u32, gen: u64) -> Result<(), Nvme
                 return Ok(());
             }
             if !z.busy && !z.opening {
-                break;
+                if st.member_active_zones < inner.cfg.max_active_zones {
+                    break;
+                }
+                // every member active zone is taken, by zones still
+                // finishing or resetting
+                true
+            } else {
+                false
             }
+        };
+        if for_members {
+            inner.wake.notified().await;
+        } else {
+            inner.zwake[zone as usize].notified().await;
         }
-        inner.zwake[zone as usize].notified().await;
     }
-    inner.st.borrow_mut().z[zone as usize].opening = true;
+    {
+        let mut st = inner.st.borrow_mut();
+        st.member_active_zones += 1;
+        let z = &mut st.z[zone as usize];
+        z.opening = true;
+        z.holds_members = true;
+    }
     let mut result = Ok(());
     for dev in 0..inner.layout.n {
         let opened = inner
@@ -1369,8 +1411,12 @@ async fn manage(inner: &Rc<Inner>, zone: u32, gen: u64) -> Result<(), NvmeError>
                 *w = (*w).max(t);
             }
         }
-        if d >= l.logical_cap() && l.rows * l.chunk_lbas < l.member_zone_cap {
-            finish_members(inner, zone, gen).await?;
+        if d >= l.logical_cap() {
+            if l.rows * l.chunk_lbas < l.member_zone_cap {
+                finish_members(inner, zone, gen).await?;
+            }
+            // the member zones are full
+            inner.release_members(zone, gen);
         }
         let mut st = inner.st.borrow_mut();
         let z = &mut st.z[zone as usize];
@@ -1794,17 +1840,23 @@ impl RaidArray {
             let zone = ch.zone;
             match ch.to {
                 ZoneState::Empty if ch.from != ZoneState::Empty => {
-                    let gen = {
+                    let (gen, held) = {
                         let mut st = inner.st.borrow_mut();
                         let z = &mut st.z[zone as usize];
                         let gen = z.gen + 1;
+                        let held = z.holds_members;
                         z.restart(gen);
+                        // the member zones stay active until they are reset
+                        z.holds_members = held;
                         z.busy = true;
-                        gen
+                        (gen, held)
                     };
                     let inner2 = inner.clone();
                     tasks.push(inner.handle.spawn(async move {
                         let r = reset_members(&inner2, zone, gen).await;
+                        if held {
+                            inner2.release_members(zone, gen);
+                        }
                         inner2.st.borrow_mut().z[zone as usize].busy = false;
                         inner2.wake_zone(zone);
                         r
@@ -1911,7 +1963,9 @@ async fn finish_logical(inner: &Rc<Inner>, zone: u32) -> Result<(), NvmeError> {
                 md_append(inner, dev, rec).await?;
             }
         }
-        finish_members(inner, zone, gen).await
+        finish_members(inner, zone, gen).await?;
+        inner.release_members(zone, gen);
+        Ok(())
     }
     .await;
     inner.st.borrow_mut().z[zone as usize].busy = false;

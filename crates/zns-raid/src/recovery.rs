@@ -277,6 +277,7 @@ fn new_inner(
                 n
             ],
             fifo_free_ns: vec![0; zcount.max(1)],
+            member_active_zones: 0,
         }),
         wake: Notify::new(),
         zwake: (0..zcount).map(|_| Notify::new()).collect(),
@@ -925,6 +926,12 @@ async fn recover_zone(
         let z = &mut st.z[zone as usize];
         z.ready = true;
         z.set_progress(d, l.chunk_lbas);
+        // a zone with room left comes back closed: its member zones are
+        // active
+        if d < cap {
+            z.holds_members = true;
+            st.member_active_zones += 1;
+        }
     }
     if d < cap {
         reload_stripe(inner, zone, d, zm).await?;

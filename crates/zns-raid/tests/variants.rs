@@ -119,6 +119,42 @@ fn a_pp_log_zone_switch_takes_no_extra_active_zone() {
     assert!(a.stats().pp_gc_count > 0, "{:?}", a.stats());
 }
 
+/// The story: a logical zone is full when its last write is accepted, but
+/// its member zones hold their active resource until the ZRWA manager has
+/// flushed them full. Writing the next zone at once opened one member zone
+/// too many (ZNCache over a ZRAID array found it). Member zones now open only
+/// while fewer than the array's limit hold them.
+#[test]
+fn the_next_zone_waits_for_the_full_one_to_give_back_its_members() {
+    for variant in [Variant::Zraid, Variant::RaiznPlus] {
+        let mut rt = Runtime::new(5);
+        // 1 data zone per member besides the metadata (and PP log) zone
+        let active = if variant == Variant::Zraid { "2" } else { "3" };
+        let p = profile(
+            "zn540",
+            &[
+                ("namespace.0.zone_count", "8"),
+                ("namespace.0.zone_size_lbas", "512"),
+                ("namespace.0.zone_capacity_lbas", "448"),
+                ("namespace.0.max_open_zones", active),
+                ("namespace.0.max_active_zones", active),
+            ],
+        );
+        let ctrls = controllers(&rt, &p, 3);
+        let h = rt.handle();
+        let opts = RaidOptions {
+            variant,
+            ..RaidOptions::default()
+        };
+        let a = rt
+            .block_on(RaidArray::create(&h, devs(&ctrls), opts))
+            .unwrap();
+        assert_eq!(a.config().max_active_zones, 1);
+        fill_zones(&mut rt, &a, a.config().zone_count, 8, 5, 9, 0);
+        rt.block_on(a.quiesce());
+    }
+}
+
 #[test]
 fn non_zraid_variants_refuse_what_they_do_not_implement() {
     let mut rt = Runtime::new(1);
