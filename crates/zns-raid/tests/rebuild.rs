@@ -373,29 +373,16 @@ fn a_member_failing_under_writes_is_survived_and_rebuilt() {
             (zs, 95 * chunk + 3, 2),
             (2 * zs, 100 * chunk + 7, 3),
         ];
-        for (slba, nlb, salt) in spans {
-            check_blocks(
-                &mut rt,
-                &a,
-                slba,
-                nlb,
-                salt,
-                &format!("victim {victim}, degraded"),
-            );
-        }
+        let check_spans = |rt: &mut Runtime, what: &str| {
+            for (slba, nlb, salt) in spans {
+                check_blocks(rt, &a, slba, nlb, salt, &format!("victim {victim}, {what}"));
+            }
+        };
+        check_spans(&mut rt, "degraded");
         let spare_ctrl = controllers(&rt, &small_zn540(), 1).remove(0);
         let spare: Rc<dyn ZonedDevice> = Rc::new(spare_ctrl.first_zoned().unwrap());
         rt.block_on(a.rebuild(victim, spare)).unwrap();
-        for (slba, nlb, salt) in spans {
-            check_blocks(
-                &mut rt,
-                &a,
-                slba,
-                nlb,
-                salt,
-                &format!("victim {victim}, rebuilt"),
-            );
-        }
+        check_spans(&mut rt, "rebuilt");
         let other = (victim + 1) % 5;
         ctrls[other].fail();
         a.fail_member(other);

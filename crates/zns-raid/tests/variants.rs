@@ -84,6 +84,33 @@ fn a_full_pp_log_zone_is_collected_and_writing_goes_on() {
     assert!(st.pp_gc_count > 0, "{st:?}");
 }
 
+/// An array whose members have room for one data zone besides the metadata
+/// zone (and the PP log zone of the RAIZN family): every active zone taken.
+fn one_zone_array(rt: &mut Runtime, variant: Variant, n: usize) -> RaidArray {
+    let active = if variant.pp_log_zone() { "3" } else { "2" };
+    let p = profile(
+        "zn540",
+        &[
+            ("namespace.0.zone_count", "8"),
+            ("namespace.0.zone_size_lbas", "512"),
+            ("namespace.0.zone_capacity_lbas", "448"),
+            ("namespace.0.max_open_zones", active),
+            ("namespace.0.max_active_zones", active),
+        ],
+    );
+    let ctrls = controllers(rt, &p, n);
+    let h = rt.handle();
+    let opts = RaidOptions {
+        variant,
+        ..RaidOptions::default()
+    };
+    let a = rt
+        .block_on(RaidArray::create(&h, devs(&ctrls), opts))
+        .unwrap();
+    assert_eq!(a.config().max_active_zones, 1);
+    a
+}
+
 /// The story: a PP log zone switched when the next record did not fit, but
 /// the zone it left was not full and stayed active. On members whose active
 /// zones were all taken (data zones, metadata zone, PP log zone), the new
@@ -92,28 +119,7 @@ fn a_full_pp_log_zone_is_collected_and_writing_goes_on() {
 #[test]
 fn a_pp_log_zone_switch_takes_no_extra_active_zone() {
     let mut rt = Runtime::new(3);
-    // 3 active zones per member: one data zone, the metadata zone, the PP
-    // log zone
-    let p = profile(
-        "zn540",
-        &[
-            ("namespace.0.zone_count", "8"),
-            ("namespace.0.zone_size_lbas", "512"),
-            ("namespace.0.zone_capacity_lbas", "448"),
-            ("namespace.0.max_open_zones", "3"),
-            ("namespace.0.max_active_zones", "3"),
-        ],
-    );
-    let ctrls = controllers(&rt, &p, 5);
-    let h = rt.handle();
-    let opts = RaidOptions {
-        variant: Variant::RaiznPlus,
-        ..RaidOptions::default()
-    };
-    let a = rt
-        .block_on(RaidArray::create(&h, devs(&ctrls), opts))
-        .unwrap();
-    assert_eq!(a.config().max_active_zones, 1);
+    let a = one_zone_array(&mut rt, Variant::RaiznPlus, 5);
     fill_zones(&mut rt, &a, 4, 4, 3, 9, 0);
     rt.block_on(a.quiesce());
     assert!(a.stats().pp_gc_count > 0, "{:?}", a.stats());
@@ -128,28 +134,7 @@ fn a_pp_log_zone_switch_takes_no_extra_active_zone() {
 fn the_next_zone_waits_for_the_full_one_to_give_back_its_members() {
     for variant in [Variant::Zraid, Variant::RaiznPlus] {
         let mut rt = Runtime::new(5);
-        // 1 data zone per member besides the metadata (and PP log) zone
-        let active = if variant == Variant::Zraid { "2" } else { "3" };
-        let p = profile(
-            "zn540",
-            &[
-                ("namespace.0.zone_count", "8"),
-                ("namespace.0.zone_size_lbas", "512"),
-                ("namespace.0.zone_capacity_lbas", "448"),
-                ("namespace.0.max_open_zones", active),
-                ("namespace.0.max_active_zones", active),
-            ],
-        );
-        let ctrls = controllers(&rt, &p, 3);
-        let h = rt.handle();
-        let opts = RaidOptions {
-            variant,
-            ..RaidOptions::default()
-        };
-        let a = rt
-            .block_on(RaidArray::create(&h, devs(&ctrls), opts))
-            .unwrap();
-        assert_eq!(a.config().max_active_zones, 1);
+        let a = one_zone_array(&mut rt, variant, 3);
         fill_zones(&mut rt, &a, a.config().zone_count, 8, 5, 9, 0);
         rt.block_on(a.quiesce());
     }
