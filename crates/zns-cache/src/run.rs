@@ -95,6 +95,24 @@ pub struct ArraySpec {
 }
 
 impl DeviceSpec {
+    /// The device's name in reports: the profile, or the array
+    /// (`raid:5xzn540,variant=zraid,chunk=65536`).
+    pub fn name(&self) -> String {
+        match &self.array {
+            None => self.profile.name.clone(),
+            Some(a) => {
+                let mut s = format!(
+                    "raid:{}x{},variant={},chunk={}",
+                    a.members, self.profile.name, a.options.variant, a.options.chunk_bytes
+                );
+                if a.aggregate > 1 {
+                    s += &format!(",aggregate={}", a.aggregate);
+                }
+                s
+            }
+        }
+    }
+
     pub fn new(profile: Profile) -> DeviceSpec {
         DeviceSpec {
             profile,
@@ -679,7 +697,7 @@ pub fn run_cache(
         cache.audit().map_err(CacheError::Internal)?;
     }
     Ok(RunReport {
-        device: spec.device.profile.name.clone(),
+        device: spec.device.name(),
         nsid: open.nsid,
         backend: geo.backend,
         policy: spec.cache.policy,

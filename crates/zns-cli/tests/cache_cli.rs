@@ -105,6 +105,7 @@ fn a_raid_array_is_a_cache_device() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["backend"], "zns");
     assert_eq!(v["counters"]["gets"], 600);
+    assert_eq!(v["device"], "raid:3xzn540,variant=raizn+,chunk=65536");
     // the cache's arrays are of identical members; a bad spec is a usage error
     for (device, says) in [
         ("raid:zn540,tiny,zn540", "identical members"),
