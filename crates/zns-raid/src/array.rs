@@ -1068,10 +1068,11 @@ async fn log_append(
 }
 
 /// The current log zone of `dev` is full (or the next record does not fit):
-/// finish it, reset the other one and make it current. A metadata zone starts with a new superblock and the zone
-/// generations; a PP log zone (RAIZN's GC) with the partial stripes of the
-/// open zones whose parity lives on `dev`, so the PP records in the zone
-/// being dropped are no longer needed.
+/// finish it, reset the other one and make it current. A metadata zone
+/// starts with a new superblock and the zone generations; a PP log zone
+/// (RAIZN's GC) with the partial stripes of the open zones whose parity
+/// lives on `dev`, so the PP records in the zone being dropped are no longer
+/// needed.
 async fn log_switch(inner: &Rc<Inner>, log: LogZone, dev: u32, full: u32) -> Result<(), NvmeError> {
     {
         let mut st = inner.st.borrow_mut();
