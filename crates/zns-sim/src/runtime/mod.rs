@@ -181,7 +181,7 @@ impl Runtime {
     }
 
     fn build(seed: u64, pacer: Option<Pacer>) -> Runtime {
-        Runtime {
+        let rt = Runtime {
             core: Rc::new(Core {
                 seed,
                 now_ns: Cell::new(0),
@@ -200,15 +200,9 @@ impl Runtime {
                 tie_shuffle: RefCell::new(None),
                 tie_shuffle_stream: Cell::new(None),
             }),
-        }
-        .with_shuffle_ties(shuffle_ties_from_env())
-    }
-
-    fn with_shuffle_ties(self, stream: Option<u64>) -> Runtime {
-        let rng = stream.map(|n| tie_shuffle_rng(self.core.seed, n));
-        *self.core.tie_shuffle.borrow_mut() = rng;
-        self.core.tie_shuffle_stream.set(stream);
-        self
+        };
+        rt.set_shuffle_ties(shuffle_ties_from_env());
+        rt
     }
 
     /// Turns the tie-shuffling test mode on (`Some(n)`, n ≠ 0: a stream of
