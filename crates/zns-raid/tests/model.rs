@@ -16,7 +16,7 @@ use support::*;
 use zns_core::{
     IoFlags, NvmeError, ReportFilter, ZoneAction, ZoneSendCmd, ZoneSet, ZoneState, ZonedDevice,
 };
-use zns_raid::{Policy, RaidArray, RaidOptions};
+use zns_raid::{Policy, RaidArray, RaidOptions, Variant};
 use zns_sim::Runtime;
 
 #[derive(Debug, Clone)]
@@ -69,11 +69,13 @@ fn status(r: Result<(), NvmeError>) -> Result<(), zns_core::NvmeStatus> {
     r.map_err(|e| e.status)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn run_case(
     profile_name: &str,
     n: usize,
     chunk_kib: u64,
     policy: Policy,
+    variant: Variant,
     seed: u64,
     ops: &[Op],
 ) -> Result<(), TestCaseError> {
@@ -86,6 +88,7 @@ fn run_case(
     let opts = RaidOptions {
         chunk_bytes: chunk_kib * 1024,
         policy,
+        variant,
         flush_before_advance: false,
         ..RaidOptions::default()
     };
@@ -259,6 +262,10 @@ fn run_case(
     array.fail_member(victim); // reads may not have touched it yet
     check_all(&mut rt, &array, &m, "degraded read")?;
     prop_assert_eq!(array.failed_members(), vec![victim]);
+    if variant != Variant::Zraid {
+        // rebuild and power-loss recovery are ZRAID's (the others refuse them)
+        return Ok(());
+    }
     // rebuild onto a spare
     let spare = controllers(&rt, &p, 1).remove(0);
     let spare_dev: Rc<dyn ZonedDevice> = Rc::new(spare.first_zoned().unwrap());
@@ -376,7 +383,23 @@ proptest! {
         n in 3usize..6,
         ops in proptest::collection::vec(op(), 1..40),
     ) {
-        run_case("zn540", n, 64, Policy::WpLog, seed, &ops)?;
+        run_case("zn540", n, 64, Policy::WpLog, Variant::Zraid, seed, &ops)?;
+    }
+
+    #[test]
+    fn every_variant_array_behaves_like_a_zns_device_degraded_too(
+        seed in 0u64..1000,
+        n in 3usize..6,
+        variant in prop_oneof![
+            Just(Variant::Raizn),
+            Just(Variant::RaiznPlus),
+            Just(Variant::Z),
+            Just(Variant::ZS),
+            Just(Variant::ZSM),
+        ],
+        ops in proptest::collection::vec(op(), 1..40),
+    ) {
+        run_case("zn540", n, 64, Policy::WpLog, variant, seed, &ops)?;
     }
 
     #[test]
@@ -386,7 +409,7 @@ proptest! {
         policy in prop_oneof![Just(Policy::WpLog), Just(Policy::Chunk), Just(Policy::Stripe)],
         ops in proptest::collection::vec(op(), 1..40),
     ) {
-        run_case("tiny", n, 32, policy, seed, &ops)?;
+        run_case("tiny", n, 32, policy, Variant::Zraid, seed, &ops)?;
     }
 }
 
@@ -403,5 +426,5 @@ fn one_block_after_reset_survives_shutdown_and_reopen() {
         },
         Op::Mgmt { zone: 0, action: 3 },
     ];
-    run_case("zn540", 3, 64, Policy::WpLog, 0, &ops).unwrap();
+    run_case("zn540", 3, 64, Policy::WpLog, Variant::Zraid, 0, &ops).unwrap();
 }
