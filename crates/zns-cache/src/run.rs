@@ -339,8 +339,6 @@ pub fn open_device(rt: &mut Runtime, spec: &DeviceSpec) -> Result<OpenDevice, Ca
     })
 }
 
-/// Fills the device before the run (untimed for the run's statistics; the
-/// virtual clock moves on).
 /// Creates the array a spec names, with `spec.store` on every member.
 fn open_array(
     rt: &mut Runtime,
@@ -379,6 +377,8 @@ fn open_array(
     })
 }
 
+/// Fills the device before the run (untimed for the run's statistics; the
+/// virtual clock moves on).
 async fn precondition(
     handle: &Handle,
     ctrl: &Controller,
