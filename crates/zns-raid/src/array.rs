@@ -562,6 +562,11 @@ impl Inner {
             n.notify_waiters();
         }
     }
+    /// Zone `zone`'s member zones (now open) hold an active resource.
+    pub fn hold_members(st: &mut State, zone: u32) {
+        st.member_active_zones += 1;
+        st.z[zone as usize].holds_members = true;
+    }
     /// Zone `zone` (generation `gen`) no longer holds its member zones'
     /// active resources (they are full, finished or reset).
     pub fn release_members(&self, zone: u32, gen: u64) {
@@ -664,7 +669,7 @@ impl Inner {
         Ok(())
     }
 
-    fn next_seq(&self) -> u64 {
+    pub(crate) fn next_seq(&self) -> u64 {
         let mut st = self.st.borrow_mut();
         st.seq += 1;
         st.seq
@@ -1089,23 +1094,17 @@ async fn log_switch(inner: &Rc<Inner>, log: LogZone, dev: u32, full: u32) -> Res
         // an append that does not fit leaves the zone short of full but
         // active: finish it (a no-op when full, as RAIZN's GC does), or it
         // and the new one would hold two of the member's active zones
-        let r = m
-            .zone_send(ZoneSendCmd {
-                action: ZoneAction::Finish,
-                slba: inner.log_zone_start(log, full),
-                select_all: false,
-            })
-            .await;
-        inner.member_result(dev, r)?;
         let new = 1 - full;
-        let r = m
-            .zone_send(ZoneSendCmd {
-                action: ZoneAction::Reset,
-                slba: inner.log_zone_start(log, new),
-                select_all: false,
-            })
-            .await;
-        inner.member_result(dev, r)?;
+        for (action, which) in [(ZoneAction::Finish, full), (ZoneAction::Reset, new)] {
+            let r = m
+                .zone_send(ZoneSendCmd {
+                    action,
+                    slba: inner.log_zone_start(log, which),
+                    select_all: false,
+                })
+                .await;
+            inner.member_result(dev, r)?;
+        }
         let epoch = log_state(&mut inner.st.borrow_mut(), log, dev).epoch + 1;
         let recs = match log {
             LogZone::Md => vec![
@@ -1222,10 +1221,8 @@ async fn ensure_ready(inner: &Rc<Inner>, zone: u32, gen: u64) -> Result<(), Nvme
     }
     {
         let mut st = inner.st.borrow_mut();
-        st.member_active_zones += 1;
-        let z = &mut st.z[zone as usize];
-        z.opening = true;
-        z.holds_members = true;
+        Inner::hold_members(&mut st, zone);
+        st.z[zone as usize].opening = true;
     }
     let mut result = Ok(());
     for dev in 0..inner.layout.n {

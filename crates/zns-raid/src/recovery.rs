@@ -555,16 +555,13 @@ impl RaidArray {
         let nd = l.data_chunks() as u32;
         // full zones first: one finished inside a stripe borrows a ZRWA for a
         // moment, which must not find the open zones holding them all
-        let zone_order: Vec<u32> = {
+        let mut zone_order: Vec<u32> = (0..inner.cfg.zone_count).collect();
+        {
             let st = inner.st.borrow();
-            let full = |z: &u32| st.zones.descriptor(*z).map(|d| d.state) == Some(ZoneState::Full);
-            let zones = 0..inner.cfg.zone_count;
-            zones
-                .clone()
-                .filter(full)
-                .chain(zones.filter(|z| !full(z)))
-                .collect()
-        };
+            // stable: zone order within each group
+            zone_order
+                .sort_by_key(|&z| st.zones.descriptor(z).map(|d| d.state) != Some(ZoneState::Full));
+        }
         for zone in zone_order {
             let (state, internal_wp, d, gen) = {
                 let st = inner.st.borrow();
@@ -658,53 +655,46 @@ impl RaidArray {
                         .await
                         .map_err(&err)?;
                 }
-                {
-                    // partial parity this member holds: "XOR through chunk j"
-                    // over [0, e) and through chunk j − 1 (the last data
-                    // chunk's is in place, above)
-                    let mut pps = Vec::new();
-                    if e > 0 && j + 1 < nd {
-                        pps.push((j, e));
-                    }
-                    if j >= 1 {
-                        pps.push((j - 1, c));
-                    }
-                    match l.slot_row(s_full) {
-                        // in its Rule-1 slot when it is the member of chunk m + 1
-                        Some(row) => {
-                            for (m, len) in pps {
-                                if l.pp_dev(zone, s_full, m) == dev {
-                                    let pp = xor_range(&buf, c, b, m, 0, len);
-                                    spare
-                                        .write(zstart + l.member_off(row, 0), &pp, IoFlags::NONE)
-                                        .await
-                                        .map_err(&err)?;
-                                }
+                // partial parity this member holds: "XOR through chunk j"
+                // over [0, e) and through chunk j − 1 (the last data
+                // chunk's is in place, above)
+                let mut pps = Vec::new();
+                if e > 0 && j + 1 < nd {
+                    pps.push((j, e));
+                }
+                if j >= 1 {
+                    pps.push((j - 1, c));
+                }
+                match l.slot_row(s_full) {
+                    // in its Rule-1 slot when it is the member of chunk m + 1
+                    Some(row) => {
+                        for (m, len) in pps {
+                            if l.pp_dev(zone, s_full, m) == dev {
+                                let pp = xor_range(&buf, c, b, m, 0, len);
+                                spare
+                                    .write(zstart + l.member_off(row, 0), &pp, IoFlags::NONE)
+                                    .await
+                                    .map_err(&err)?;
                             }
                         }
-                        // near the zone end, as PP records in the metadata
-                        // zone when it is the stripe's parity member
-                        None if l.parity_dev(zone, s_full) == dev => {
-                            for (m, len) in pps {
-                                let seq = {
-                                    let mut st = inner.st.borrow_mut();
-                                    st.seq += 1;
-                                    st.seq
-                                };
-                                let rec = Record {
-                                    kind: RecordKind::Pp,
-                                    array_id: inner.array_id.get(),
-                                    zone,
-                                    gen,
-                                    seq,
-                                    f: [s_full, u64::from(m), 0, len, 0, 0],
-                                    payload: xor_range(&buf, c, b, m, 0, len),
-                                };
-                                md_append(inner, dev, rec).await.map_err(&err)?;
-                            }
-                        }
-                        None => {}
                     }
+                    // near the zone end, as PP records in the metadata
+                    // zone when it is the stripe's parity member
+                    None if l.parity_dev(zone, s_full) == dev => {
+                        for (m, len) in pps {
+                            let rec = Record {
+                                kind: RecordKind::Pp,
+                                array_id: inner.array_id.get(),
+                                zone,
+                                gen,
+                                seq: inner.next_seq(),
+                                f: [s_full, u64::from(m), 0, len, 0, 0],
+                                payload: xor_range(&buf, c, b, m, 0, len),
+                            };
+                            md_append(inner, dev, rec).await.map_err(&err)?;
+                        }
+                    }
+                    None => {}
                 }
             }
             if full {
@@ -929,8 +919,7 @@ async fn recover_zone(
         // a zone with room left comes back closed: its member zones are
         // active
         if d < cap {
-            z.holds_members = true;
-            st.member_active_zones += 1;
+            Inner::hold_members(&mut st, zone);
         }
     }
     if d < cap {
