@@ -52,7 +52,7 @@ pub struct LinuxOptions {
     /// effective queue depth across zones). Default 8.
     pub workers: usize,
     /// Read NUMZRWA as a 0's based value (the NVMe specification). `None`:
-    /// decide from the controller model — QEMU 7.2 reports the raw value.
+    /// decide from the controller model — QEMU (7.2, 10.0) reports the raw value.
     pub numzrwa_zeros_based: Option<bool>,
 }
 
@@ -101,8 +101,55 @@ pub struct LinuxZoned {
     inner: Arc<Inner>,
     cfg: ZonedConfig,
     model: String,
+    limit_sources: ZoneLimitSources,
     handle: Handle,
     pool: Pool,
+}
+
+/// Open and active zone limits; 0 means no limit (as in `ZonedConfig`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ZoneLimits {
+    pub max_open_zones: u32,
+    pub max_active_zones: u32,
+}
+
+impl ZoneLimits {
+    /// No limit on either.
+    pub const NONE: ZoneLimits = ZoneLimits {
+        max_open_zones: 0,
+        max_active_zones: 0,
+    };
+}
+
+/// The two places a zoned block device's limits can be read from.
+///
+/// The kernel exposes them in `queue/max_open_zones` and
+/// `queue/max_active_zones`, but not always on the node a user opens: for
+/// a shared NVMe namespace (QEMU 10's default) Linux makes a multipath head
+/// whose queue says 0 (no limit) on kernels before 6.9, while the path
+/// under it and the namespace's Identify data (MOR/MAR) say 12, and the
+/// device rejects a 13th open zone (docs/linux.md, "Zone limits").
+/// `sysfs` reads the head, then its first path when the head says none.
+/// An NVMe namespace's own Identify Namespace (ZNS) data is what the
+/// device enforces, so it wins when there is one; other zoned block
+/// devices (SCSI, null_blk, ublk) have only sysfs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ZoneLimitSources {
+    pub sysfs: ZoneLimits,
+    /// `None` when the device is not an NVMe namespace (no passthrough).
+    pub identify: Option<ZoneLimits>,
+}
+
+impl ZoneLimitSources {
+    /// The limits the device enforces: Identify's, else sysfs's.
+    pub fn effective(&self) -> ZoneLimits {
+        self.identify.unwrap_or(self.sysfs)
+    }
+}
+
+/// MOR / MAR are 0's based; all ones means no limit (0 in `ZonedConfig`).
+fn limit_from_zeros_based(raw: u32) -> u32 {
+    raw.wrapping_add(1)
 }
 
 fn io_err(path: &Path) -> impl Fn(io::Error) -> LinuxError + '_ {
@@ -133,6 +180,59 @@ fn read_sysfs(dir: &Path, name: &str) -> Option<String> {
 
 fn sysfs_u64(dir: &Path, name: &str) -> Option<u64> {
     read_sysfs(dir, name).and_then(|s| s.parse().ok())
+}
+
+/// The zone limits in sysfs for the block device at `sys_dir`. An NVMe
+/// multipath head (`nvme0n1` over the path `nvme0c0n1`, made for a shared
+/// namespace, as QEMU 10 makes them by default) does not carry them on
+/// Linux 6.1, which did not stack zone limits onto the head: there the
+/// first path's own queue has them.
+fn sysfs_zone_limits(sys_dir: &Path) -> ZoneLimits {
+    let read = |queue: &Path| ZoneLimits {
+        max_open_zones: sysfs_u64(queue, "max_open_zones").unwrap_or(0) as u32,
+        max_active_zones: sysfs_u64(queue, "max_active_zones").unwrap_or(0) as u32,
+    };
+    let head = read(&sys_dir.join("queue"));
+    if head != ZoneLimits::NONE {
+        return head;
+    }
+    let Some(head_name) = std::fs::canonicalize(sys_dir)
+        .ok()
+        .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
+    else {
+        return head;
+    };
+    let Ok(block) = std::fs::read_dir("/sys/class/block") else {
+        return head;
+    };
+    let mut paths: Vec<String> = block
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| is_nvme_path_of(&head_name, name))
+        .collect();
+    paths.sort();
+    paths
+        .first()
+        .map(|p| read(&Path::new("/sys/class/block").join(p).join("queue")))
+        .unwrap_or(head)
+}
+
+/// Whether the block device `candidate` is a multipath path of the NVMe
+/// head `head`: `nvme<S>n<H>` has the paths `nvme<S>c<C>n<H>`.
+fn is_nvme_path_of(head: &str, candidate: &str) -> bool {
+    let Some((subsys, ns)) = head.strip_prefix("nvme").and_then(|r| r.split_once('n')) else {
+        return false;
+    };
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if !digits(subsys) || !digits(ns) {
+        return false;
+    }
+    candidate
+        .strip_prefix("nvme")
+        .and_then(|r| r.strip_prefix(subsys))
+        .and_then(|r| r.strip_prefix('c'))
+        .and_then(|r| r.split_once('n'))
+        .is_some_and(|(ctrl, n)| digits(ctrl) && n == ns)
 }
 
 impl LinuxZoned {
@@ -196,8 +296,7 @@ impl LinuxZoned {
         let zone_size_lbas = zone_sectors * SECTOR_BYTES / lba;
         let nr_zones =
             sysfs_u64(&queue, "nr_zones").unwrap_or(size_bytes / (zone_sectors * SECTOR_BYTES));
-        let max_open = sysfs_u64(&queue, "max_open_zones").unwrap_or(0) as u32;
-        let max_active = sysfs_u64(&queue, "max_active_zones").unwrap_or(0) as u32;
+        let sysfs_limits = sysfs_zone_limits(&sys_dir);
         let max_sectors_bytes = sysfs_u64(&queue, "max_sectors_kb").unwrap_or(128) * 1024;
         // one page of slack: a user buffer may need one segment more than
         // its length suggests (the 127-segment limit of Linux 6.1)
@@ -234,6 +333,7 @@ impl LinuxZoned {
 
         let mut read_across = false;
         let mut zrwa = None;
+        let mut identify_limits = None;
         if let Some(id_buf) = inner.identify_zns() {
             let id = id_buf.as_slice();
             let u16_at = |o: usize| u16::from_le_bytes([id[o], id[o + 1]]);
@@ -260,10 +360,16 @@ impl LinuxZoned {
                     zrwa = Some(cand);
                 }
             }
-            // MAR / MOR (0's based, all ones = no limit) agree with sysfs;
-            // sysfs wins, the identify values are not needed here.
-            let _ = (u32_at(sys::ID_NS_ZNS_MAR), u32_at(sys::ID_NS_ZNS_MOR));
+            identify_limits = Some(ZoneLimits {
+                max_open_zones: limit_from_zeros_based(u32_at(sys::ID_NS_ZNS_MOR)),
+                max_active_zones: limit_from_zeros_based(u32_at(sys::ID_NS_ZNS_MAR)),
+            });
         }
+        let limit_sources = ZoneLimitSources {
+            sysfs: sysfs_limits,
+            identify: identify_limits,
+        };
+        let limits = limit_sources.effective();
         inner.zrwa_size_lbas = zrwa.map(|z| z.size_lbas).unwrap_or(0);
 
         let cfg = ZonedConfig {
@@ -271,8 +377,8 @@ impl LinuxZoned {
             zone_count: nr_zones as u32,
             zone_size_lbas,
             zone_capacity_lbas,
-            max_open_zones: max_open,
-            max_active_zones: max_active,
+            max_open_zones: limits.max_open_zones,
+            max_active_zones: limits.max_active_zones,
             max_transfer_lbas,
             zone_append_limit_lbas: if nsid.is_some() { append_lbas } else { 0 },
             auto_close_implicit: true,
@@ -289,6 +395,7 @@ impl LinuxZoned {
             inner: Arc::new(inner),
             cfg,
             model,
+            limit_sources,
             handle: handle.clone(),
             pool,
         })
@@ -302,6 +409,13 @@ impl LinuxZoned {
     /// The controller model sysfs reports (e.g. "QEMU NVMe Ctrl").
     pub fn model(&self) -> &str {
         &self.model
+    }
+
+    /// Where the open / active zone limits came from: what the kernel's
+    /// sysfs says, and what the namespace's Identify data says (the limits
+    /// in `config()` are the effective ones, `ZoneLimitSources::effective`).
+    pub fn limit_sources(&self) -> ZoneLimitSources {
+        self.limit_sources
     }
 
     /// The NVMe namespace id, when the device is an NVMe namespace (zone
@@ -838,6 +952,26 @@ mod tests {
             capacity_lbas: 100,
             write_pointer: wp,
         }
+    }
+
+    #[test]
+    fn nvme_multipath_paths_are_recognised_by_name() {
+        assert!(is_nvme_path_of("nvme0n1", "nvme0c0n1"));
+        assert!(is_nvme_path_of("nvme0n1", "nvme0c12n1"));
+        assert!(is_nvme_path_of("nvme10n23", "nvme10c3n23"));
+        assert!(!is_nvme_path_of("nvme0n1", "nvme0c0n12"));
+        assert!(!is_nvme_path_of("nvme0n1", "nvme1c0n1"));
+        assert!(!is_nvme_path_of("nvme0n1", "nvme0n1"));
+        assert!(!is_nvme_path_of("nvme0n1", "nvme0c0n1p1"));
+        assert!(!is_nvme_path_of("sda", "nvme0c0n1"));
+        assert!(!is_nvme_path_of("nvme0n", "nvme0c0n"));
+    }
+
+    #[test]
+    fn zeros_based_limits_map_all_ones_to_no_limit() {
+        assert_eq!(limit_from_zeros_based(11), 12);
+        assert_eq!(limit_from_zeros_based(0), 1);
+        assert_eq!(limit_from_zeros_based(u32::MAX), 0);
     }
 
     #[test]

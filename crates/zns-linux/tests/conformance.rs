@@ -59,9 +59,10 @@ fn geometry_and_limits_come_from_the_device() {
     with_device("geometry", |rt, dev| {
         let c = dev.config().clone();
         eprintln!(
-            "geometry: {c:?} model {:?} nsid {:?}",
+            "geometry: {c:?} model {:?} nsid {:?} limits {:?}",
             dev.model(),
-            dev.nsid()
+            dev.nsid(),
+            dev.limit_sources()
         );
         assert!(dev.nsid().is_some(), "passthrough needs an NVMe namespace");
         if let Some(v) = support::expect("ZONE_LBAS") {
@@ -76,6 +77,15 @@ fn geometry_and_limits_come_from_the_device() {
         if let Some(v) = support::expect("MAX_ACTIVE") {
             assert_eq!(u64::from(c.max_active_zones), v);
         }
+        // an NVMe namespace's limits come from its Identify data, which the
+        // device enforces, whatever the kernel's sysfs says
+        let sources = dev.limit_sources();
+        let identify = sources.identify.expect("Identify (ZNS) through passthrough");
+        assert_eq!(identify.max_open_zones, c.max_open_zones);
+        assert_eq!(identify.max_active_zones, c.max_active_zones);
+        // and sysfs agrees (through the multipath path where the head has
+        // none: QEMU 10's shared namespaces on Linux 6.1)
+        assert_eq!(sources.sysfs, identify);
         if let Some(v) = support::expect("ZRWA_LBAS") {
             assert_eq!(c.zrwa.expect("ZRWA").size_lbas, v);
         }
