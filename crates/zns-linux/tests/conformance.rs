@@ -80,7 +80,9 @@ fn geometry_and_limits_come_from_the_device() {
         // an NVMe namespace's limits come from its Identify data, which the
         // device enforces, whatever the kernel's sysfs says
         let sources = dev.limit_sources();
-        let identify = sources.identify.expect("Identify (ZNS) through passthrough");
+        let identify = sources
+            .identify
+            .expect("Identify (ZNS) through passthrough");
         assert_eq!(identify.max_open_zones, c.max_open_zones);
         assert_eq!(identify.max_active_zones, c.max_active_zones);
         // and sysfs agrees (through the multipath path where the head has
