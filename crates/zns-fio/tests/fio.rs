@@ -231,15 +231,17 @@ fn bad_engine_options_are_clear_errors() {
 }
 
 /// fio's bandwidth against `zns bench`'s for the seed's sequential-write
-/// example (3 s). The device is paced to the wall clock, so fio should see
-/// the emulated bandwidth; what pacing cannot hide is host overhead per
-/// I/O (tens of microseconds of IPC and wakeups), which this 14-job
-/// device-bound job absorbs: the tolerance is 10% (measured: under 1% on an
-/// idle host). fio measures wall time, so a host busy with other work (a
-/// parallel build) can slow it: the run is tried a second time before the
-/// gap counts as a failure.
+/// example (3 s). The device is paced to the wall clock, so fio sees the
+/// emulated bandwidth at most: pacing never runs ahead, so fio above
+/// `zns bench` by more than measurement noise (10 %) is a fault whatever
+/// the host does. Below it is host overhead (tens of microseconds of IPC
+/// and wakeups per I/O, under 1 % on an idle host for this device-bound
+/// job) plus whatever else the host runs: a wall-clock test cannot bound
+/// that tightly without failing on a busy machine, so it only catches a
+/// gross fault (under half the bandwidth, twice), and the agreement itself
+/// is a benchmark: `scripts/fio-vs-bench` (docs/fio-engine.md).
 #[test]
-fn fio_bandwidth_agrees_with_zns_bench_on_seqwrite() {
+fn fio_bandwidth_never_exceeds_zns_bench_on_seqwrite() {
     let Some((engine, _one)) = engine() else {
         return;
     };
@@ -260,13 +262,18 @@ fn fio_bandwidth_agrees_with_zns_bench_on_seqwrite() {
             bench / 1048576.0,
             gap * 100.0
         );
-        if gap.abs() < 0.10 {
+        assert!(
+            gap < 0.10,
+            "fio ran ahead of the emulated device: {:+.1}%",
+            gap * 100.0
+        );
+        if gap > -0.5 {
             return;
         }
         gaps.push(format!("{:+.1}%", gap * 100.0));
     }
     panic!(
-        "fio's bandwidth is off by {} in both runs",
+        "fio's bandwidth is under half the emulated one in both runs ({})",
         gaps.join(" and ")
     );
 }
