@@ -1,0 +1,277 @@
+# QEMU guest helpers shared by scripts/guest-test and scripts/serve-guest-test
+# (sourced, not run; source scripts/lib/apt.sh first). Every helper is
+# idempotent and caches what it builds: a second run downloads and rebuilds
+# nothing that has not changed.
+#
+#   guest_log MSG...                  "$guest_name: MSG" on stderr
+#   guest_backports_kernel DIR        Debian's linux-image-amd64 from
+#                                     bookworm-backports (6.12), downloaded
+#                                     and unpacked (never installed) into
+#                                     DIR/kernel-<package version>/, depmod'ed;
+#                                     sets guest_kver, guest_kroot,
+#                                     guest_vmlinuz
+#   guest_base OUT INIT KROOT KVER MODULE...
+#                                     the cached initramfs base OUT-<key>.cpio.gz
+#                                     (path on stdout): busybox and its applets,
+#                                     the MODULEs and their dependencies
+#                                     (decompressed, in load order, listed in
+#                                     /lib/modules/order as "file.ko [args]",
+#                                     args from guest_module_args[name]), INIT
+#                                     as /init; KROOT / for the host's kernels
+#   guest_stage_bin STAGE SRC [DEST]  copies SRC to STAGE/DEST (default: the
+#                                     same path) with every library ldd lists
+#   guest_pack STAGE OUT              STAGE as a gzip'd newc cpio archive
+#   guest_cached_bins OUT FILE...     OUT-<key>.cpio.gz (path on stdout): the
+#                                     FILEs at their own paths with their
+#                                     libraries, rebuilt only when one of them
+#                                     changes (size or mtime)
+#   guest_boot LOG LIMIT QEMU_ARG...  boots qemu-system-x86_64 (TCG, 2 CPUs,
+#                                     serial console, no network) for at most
+#                                     LIMIT seconds, console in LOG and every
+#                                     "=== ZNSKIT" line with the host seconds
+#                                     since QEMU started in LOG.times; sets
+#                                     guest_qemu_rc, guest_run_s, guest_boot_s
+#                                     (QEMU start to the first marker)
+#   guest_report LOG                  prints the marker blocks of LOG
+#                                     ("=== ZNSKIT BEGIN name" ... "=== ZNSKIT
+#                                     END name ...", "=== ZNSKIT RESULT ...");
+#                                     returns 0 only for "RESULT PASS"
+#   guest_part_times LOG              one line per part: host seconds it took
+#
+# The marker protocol is the guest's side: scripts/guest/run-tests and
+# scripts/guest/serve-lib.sh print it.
+
+guest_name=${guest_name:-guest}
+declare -gA guest_module_args=()
+
+guest_log() {
+    echo "$guest_name: $*" >&2
+}
+
+guest_now() { # seconds since the epoch, with microseconds
+    echo "${EPOCHREALTIME:-$(date +%s.%N)}"
+}
+
+guest_elapsed() { # START [END]: seconds between them, one decimal
+    awk -v a="$1" -v b="${2:-$(guest_now)}" 'BEGIN { printf "%.1f", b - a }'
+}
+
+# ------------------------------------------------------------------ kernel
+guest_backports_kernel() { # DIR
+    local dir=$1 abi="" ver="" k
+    mkdir -p "$dir"
+    apt_add_backports || true
+    guest_resolve_kernel() {
+        abi=$(apt-cache depends -t bookworm-backports linux-image-amd64 2>/dev/null |
+            awk '$1 == "Depends:" && $2 ~ /^linux-image-[0-9]/ { print $2; exit }')
+        ver=""
+        [ -n "$abi" ] && ver=$(apt-cache show "$abi" 2>/dev/null | awk '$1 == "Version:" { print $2; exit }')
+        [ -n "$ver" ]
+    }
+    if ! guest_resolve_kernel; then
+        "${apt_as_root[@]}" apt-get update -qq || true
+        guest_resolve_kernel || true
+    fi
+    if [ -n "$ver" ] && [ -e "$dir/kernel-$ver/.ready" ]; then
+        guest_use_kernel "$dir/kernel-$ver"
+        return 0
+    fi
+    if [ -z "$ver" ]; then
+        # apt knows no backports kernel (no source, no metadata): a cached
+        # one still does
+        k=$(ls -d "$dir"/kernel-*/.ready 2>/dev/null | sort -V | tail -1)
+        if [ -n "$k" ]; then
+            guest_log "apt offers no bookworm-backports kernel; using the cached $(dirname "$k")"
+            guest_use_kernel "$(dirname "$k")"
+            return 0
+        fi
+        guest_log "cannot find Debian's linux-image-amd64 in bookworm-backports: this needs the"
+        guest_log "bookworm-backports apt source (scripts/lib/apt.sh adds it) and its package lists"
+        guest_log "(apt-get update, with access to deb.debian.org); ublk zoned needs Linux >= 6.6"
+        return 1
+    fi
+    local t0 tmp
+    t0=$(guest_now)
+    tmp=$(mktemp -d "$dir/.kernel.XXXXXX")
+    guest_log "downloading $abi $ver (not installed: unpacked into $dir/kernel-$ver)"
+    if ! (cd "$tmp" && apt-get download -q "$abi=$ver" >download.log 2>&1); then
+        # the mirror may have moved on to a newer backports kernel
+        "${apt_as_root[@]}" apt-get update -qq || true
+        if ! guest_resolve_kernel || ! (cd "$tmp" && apt-get download -q "$abi=$ver" >download.log 2>&1); then
+            cat "$tmp/download.log" >&2 2>/dev/null || true
+            rm -rf "$tmp"
+            guest_log "cannot fetch the kernel package ${abi:-linux-image-*-amd64} ${ver} from bookworm-backports"
+            guest_log "(apt-get download failed: network, proxy or mirror?); ublk zoned needs Linux >= 6.6"
+            return 1
+        fi
+    fi
+    dpkg-deb -x "$tmp"/*.deb "$tmp/root"
+    k=$(ls "$tmp/root/lib/modules" 2>/dev/null | head -1)
+    if [ -z "$k" ]; then # a usr-merged package (trixie's)
+        k=$(ls "$tmp/root/usr/lib/modules" | head -1)
+        ln -s usr/lib "$tmp/root/lib"
+    fi
+    depmod -b "$tmp/root" "$k"
+    rm -f "$tmp"/*.deb "$tmp/download.log"
+    rm -rf "$dir/kernel-$ver"
+    mv "$tmp/root" "$dir/kernel-$ver"
+    rmdir "$tmp"
+    touch "$dir/kernel-$ver/.ready"
+    # older cached kernels are of no use any more
+    for k in "$dir"/kernel-*; do
+        [ "$k" = "$dir/kernel-$ver" ] || rm -rf "$k"
+    done
+    guest_log "kernel $ver unpacked in $(guest_elapsed "$t0") s"
+    guest_use_kernel "$dir/kernel-$ver"
+}
+
+guest_use_kernel() { # KROOT
+    guest_kroot=$1
+    guest_kver=$(ls "$guest_kroot/lib/modules" | head -1)
+    guest_vmlinuz="$guest_kroot/boot/vmlinuz-$guest_kver"
+    [ -r "$guest_vmlinuz" ] || { guest_log "no $guest_vmlinuz"; return 1; }
+}
+
+# --------------------------------------------------------------- initramfs
+guest_modules() { # KROOT KVER MODULE...: "path name" of each module to load, in order, once
+    local kroot=$1 kver=$2
+    shift 2
+    local m
+    for m in "$@"; do
+        modprobe -d "$kroot" -S "$kver" --show-depends "$m" || {
+            guest_log "module $m not found for $kver"
+            return 1
+        }
+    done | awk '$1 == "insmod" && !seen[$2]++ { print $2 }'
+}
+
+guest_base() { # OUT INIT KROOT KVER MODULE...
+    local out=$1 init=$2 kroot=$3 kver=$4
+    shift 4
+    local mods key base
+    mods=$(guest_modules "$kroot" "$kver" "$@") || return 1
+    key=$({
+        echo "guest-base 2 $kver"
+        dpkg-query -W -f='${Version}' busybox-static
+        cat "$init"
+        echo "$mods"
+        for m in "$@"; do echo "$m ${guest_module_args[$m]:-}"; done
+        # the modules' own identity (a kernel rebuilt under the same version)
+        echo "$mods" | xargs -r stat -L -c '%s %Y'
+    } | sha256sum | cut -c1-16)
+    base="$out-$key.cpio.gz"
+    if [ ! -s "$base" ]; then
+        guest_log "building the initramfs base ($base)"
+        rm -f "$out"-*.cpio.gz
+        local stage ko name arg
+        stage=$(mktemp -d)
+        mkdir -p "$stage"/{bin,sbin,dev,proc,sys,tmp,lib/modules,etc}
+        cp /bin/busybox "$stage/bin/busybox"
+        ln -s busybox "$stage/bin/sh"
+        cp "$init" "$stage/init"
+        chmod +x "$stage/init"
+        : >"$stage/lib/modules/order"
+        for ko in $mods; do
+            name=$(basename "$ko")
+            case "$ko" in
+                *.xz) xz -dc "$ko" >"$stage/lib/modules/${name%.xz}"; name=${name%.xz} ;;
+                *.zst) zstd -qdc "$ko" >"$stage/lib/modules/${name%.zst}"; name=${name%.zst} ;;
+                *) cp "$ko" "$stage/lib/modules/$name" ;;
+            esac
+            arg=${guest_module_args[${name%.ko}]:-}
+            echo "$name${arg:+ $arg}" >>"$stage/lib/modules/order"
+        done
+        guest_pack "$stage" "$base"
+        rm -rf "$stage"
+    fi
+    echo "$base"
+}
+
+guest_libs() { # BIN: the libraries ldd lists (the loader included)
+    ldd "$1" 2>/dev/null | grep -o '/[^ ]*' || true
+}
+
+guest_stage_bin() { # STAGE SRC [DEST]
+    local stage=$1 src=$2 dest=${3:-$2} lib
+    mkdir -p "$stage$(dirname "$dest")"
+    cp -L "$src" "$stage$dest"
+    for lib in $(guest_libs "$src"); do
+        [ -e "$stage$lib" ] && continue
+        mkdir -p "$stage$(dirname "$lib")"
+        cp -L "$lib" "$stage$lib"
+    done
+}
+
+guest_pack() { # STAGE OUT
+    (cd "$1" && find . | cpio -o -H newc --quiet | gzip -1) >"$2.tmp"
+    mv "$2.tmp" "$2"
+}
+
+guest_cached_bins() { # OUT FILE...
+    local out=$1
+    shift
+    local f key files=()
+    for f in "$@"; do
+        [ -e "$f" ] || { guest_log "missing $f"; return 1; }
+        files+=("$f" $(guest_libs "$f"))
+    done
+    key=$(stat -L -c '%n %s %Y' "${files[@]}" | sha256sum | cut -c1-16)
+    if [ ! -s "$out-$key.cpio.gz" ]; then
+        guest_log "packing $# programs and their libraries ($out-$key.cpio.gz)"
+        rm -f "$out"-*.cpio.gz
+        local stage
+        stage=$(mktemp -d)
+        for f in "$@"; do
+            guest_stage_bin "$stage" "$f"
+        done
+        guest_pack "$stage" "$out-$key.cpio.gz"
+        rm -rf "$stage"
+    fi
+    echo "$out-$key.cpio.gz"
+}
+
+# -------------------------------------------------------------------- boot
+guest_watch() { # T0 TIMES: copies stdin to stdout; marker lines with host seconds to TIMES
+    local t0=$1 times=$2 line
+    : >"$times"
+    while IFS= read -r line || [ -n "$line" ]; do
+        printf '%s\n' "$line"
+        case "$line" in
+            "=== ZNSKIT"*) printf '%s %s\n' "$(guest_elapsed "$t0")" "${line%$'\r'}" >>"$times" ;;
+        esac
+    done
+}
+
+guest_boot() { # LOG LIMIT QEMU_ARG...
+    local log=$1 limit=$2
+    shift 2
+    local t0 errexit=0
+    [[ $- == *e* ]] && errexit=1
+    t0=$(guest_now)
+    set +e
+    timeout "$limit" qemu-system-x86_64 \
+        -machine q35 -accel tcg -cpu max -smp 2 \
+        -nographic -no-reboot -nic none -vga none \
+        "$@" </dev/null 2>&1 | guest_watch "$t0" "$log.times" >"$log"
+    guest_qemu_rc=${PIPESTATUS[0]}
+    [ $errexit -eq 1 ] && set -e
+    guest_run_s=$(guest_elapsed "$t0")
+    guest_boot_s=$(awk 'NR == 1 { print $1 }' "$log.times")
+    guest_boot_s=${guest_boot_s:-?}
+    return 0
+}
+
+guest_report() { # LOG
+    sed -n -e '/^=== ZNSKIT BEGIN/,/^=== ZNSKIT END/p' -e '/^=== ZNSKIT RESULT/p' "$1" | tr -d '\r'
+    grep -q '^=== ZNSKIT RESULT PASS' "$1" && return 0
+    if ! grep -q '^=== ZNSKIT RESULT' "$1"; then
+        guest_log "the guest did not report a result; last console lines:"
+        tail -40 "$1" >&2
+    fi
+    return 1
+}
+
+guest_part_times() { # LOG: "name seconds" for each BEGIN/END pair, host clock
+    awk '$2 == "===" && $4 == "BEGIN" { start[$5] = $1 }
+         $2 == "===" && $4 == "END" && ($5 in start) { printf "  %-16s %6.1f s\n", $5, $1 - start[$5] }' "$1.times"
+}
