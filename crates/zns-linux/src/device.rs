@@ -472,6 +472,43 @@ pub fn status_from_passthru(ret: i32) -> NvmeStatus {
         .unwrap_or(NvmeStatus::InternalError)
 }
 
+/// The errno (positive) a Linux program sees when an NVMe namespace fails
+/// a block-layer request with `status`: the NVMe driver's status to
+/// `blk_status_t` translation (`nvme_error_status`, drivers/nvme/host/core.c)
+/// composed with the block layer's `blk_status_t` to errno table
+/// (`blk_errors`, block/blk-core.c). A ublk server returns this so that a
+/// served device fails requests as an NVMe drive would; zone resource
+/// limits keep their own codes (`ETOOMANYREFS`, `EOVERFLOW`), every other
+/// zoned status is a plain `EIO`.
+pub fn errno_for_status(status: NvmeStatus) -> i32 {
+    match status {
+        // BLK_STS_NOTSUPP
+        NvmeStatus::InvalidOpcode | NvmeStatus::InvalidField | NvmeStatus::InvalidNamespace => {
+            libc::EOPNOTSUPP
+        }
+        // BLK_STS_TARGET
+        NvmeStatus::LbaOutOfRange | NvmeStatus::NamespaceNotReady => libc::EREMOTEIO,
+        // BLK_STS_MEDIUM
+        NvmeStatus::WriteFault | NvmeStatus::UnrecoveredReadError => libc::ENODATA,
+        // BLK_STS_TRANSPORT
+        NvmeStatus::HostPathingError => libc::ENOLINK,
+        // BLK_STS_ZONE_ACTIVE_RESOURCE / BLK_STS_ZONE_OPEN_RESOURCE
+        NvmeStatus::TooManyActiveZones => libc::EOVERFLOW,
+        NvmeStatus::TooManyOpenZones => libc::ETOOMANYREFS,
+        // BLK_STS_IOERR (the driver's default)
+        NvmeStatus::AbortedPowerLoss
+        | NvmeStatus::InternalError
+        | NvmeStatus::InvalidZoneOperation
+        | NvmeStatus::ZrwaResourcesUnavailable
+        | NvmeStatus::ZoneBoundaryError
+        | NvmeStatus::ZoneIsFull
+        | NvmeStatus::ZoneIsReadOnly
+        | NvmeStatus::ZoneIsOffline
+        | NvmeStatus::ZoneInvalidWrite
+        | NvmeStatus::InvalidZoneStateTransition => libc::EIO,
+    }
+}
+
 /// The status of a failed system call that names no NVMe status.
 pub fn status_from_errno(errno: i32) -> NvmeStatus {
     match errno {
@@ -951,6 +988,24 @@ mod tests {
             start_lba: 1000,
             capacity_lbas: 100,
             write_pointer: wp,
+        }
+    }
+
+    #[test]
+    fn statuses_fail_requests_with_the_nvme_drivers_errno() {
+        let expect = |s: NvmeStatus, errno: i32| assert_eq!(errno_for_status(s), errno, "{s:?}");
+        expect(NvmeStatus::TooManyOpenZones, libc::ETOOMANYREFS);
+        expect(NvmeStatus::TooManyActiveZones, libc::EOVERFLOW);
+        expect(NvmeStatus::InvalidField, libc::EOPNOTSUPP);
+        expect(NvmeStatus::LbaOutOfRange, libc::EREMOTEIO);
+        expect(NvmeStatus::UnrecoveredReadError, libc::ENODATA);
+        expect(NvmeStatus::HostPathingError, libc::ENOLINK);
+        expect(NvmeStatus::ZoneInvalidWrite, libc::EIO);
+        expect(NvmeStatus::ZoneIsFull, libc::EIO);
+        // where the kernel keeps a status apart, reading the errno back
+        // (as this crate does on a real device) gives the status again
+        for s in [NvmeStatus::TooManyOpenZones, NvmeStatus::TooManyActiveZones] {
+            assert_eq!(status_from_errno(errno_for_status(s)), s);
         }
     }
 

@@ -24,8 +24,8 @@ pub mod sys;
 
 #[cfg(target_os = "linux")]
 pub use device::{
-    diagnose_mgmt, diagnose_write, status_from_errno, status_from_passthru, LinuxError,
-    LinuxOptions, LinuxZoned, ZoneLimitSources, ZoneLimits,
+    diagnose_mgmt, diagnose_write, errno_for_status, status_from_errno, status_from_passthru,
+    LinuxError, LinuxOptions, LinuxZoned, ZoneLimitSources, ZoneLimits,
 };
 
 /// Whether `name` names a Linux block device for the `zns` tools: a path
