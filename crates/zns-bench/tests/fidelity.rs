@@ -256,4 +256,14 @@ fn whole_suite() {
             j.error.as_deref().unwrap_or("")
         );
     }
+    // the suite is a measurement: a failed or unevaluated target fails it
+    let bad: Vec<&str> = r
+        .targets
+        .iter()
+        .filter(|t| matches!(t.status, Status::Fail | Status::Error))
+        .map(|t| t.id.as_str())
+        .collect();
+    assert!(bad.is_empty(), "targets failed or in error: {bad:?}");
+    assert_eq!((r.failed, r.errors), (0, 0));
+    assert!(r.passed > 0, "no target was measured");
 }
