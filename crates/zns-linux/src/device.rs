@@ -553,6 +553,43 @@ pub fn diagnose_mgmt(action: ZoneAction, state: ZoneState) -> NvmeStatus {
     }
 }
 
+/// The `BLK_ZONE_COND_*` value of a zone state (the NVMe zone state values).
+pub fn blk_zone_cond(state: ZoneState) -> u8 {
+    match state {
+        ZoneState::Empty => sys::BLK_ZONE_COND_EMPTY,
+        ZoneState::ImplicitlyOpened => sys::BLK_ZONE_COND_IMP_OPEN,
+        ZoneState::ExplicitlyOpened => sys::BLK_ZONE_COND_EXP_OPEN,
+        ZoneState::Closed => sys::BLK_ZONE_COND_CLOSED,
+        ZoneState::ReadOnly => sys::BLK_ZONE_COND_READONLY,
+        ZoneState::Full => sys::BLK_ZONE_COND_FULL,
+        ZoneState::Offline => sys::BLK_ZONE_COND_OFFLINE,
+    }
+}
+
+/// The `struct blk_zone` Linux's NVMe driver reports for zone `z` of a
+/// namespace with `zone_size_lbas`-LBA zones of `lba_bytes` blocks (what a
+/// served device must report to look like one): a sequential-write-required
+/// zone, the zone capacity, and a full zone's write pointer at the zone's
+/// end (`nvme_zone_parse_entry`). The inverse of [`zone_from_blk`].
+pub fn blk_zone_from(z: &ZoneDescriptor, zone_size_lbas: u64, lba_bytes: u64) -> sys::BlkZone {
+    let sectors = |lbas: u64| lbas * lba_bytes / SECTOR_BYTES;
+    let start = sectors(z.start_lba);
+    let len = sectors(zone_size_lbas);
+    sys::BlkZone {
+        start,
+        len,
+        wp: if z.state == ZoneState::Full {
+            start + len
+        } else {
+            sectors(z.write_pointer)
+        },
+        zone_type: sys::BLK_ZONE_TYPE_SEQWRITE_REQ,
+        cond: blk_zone_cond(z.state),
+        capacity: sectors(z.capacity_lbas),
+        ..sys::BlkZone::default()
+    }
+}
+
 fn zone_from_blk(z: &sys::BlkZone, lba_bytes: u64, has_capacity: bool) -> Option<ZoneDescriptor> {
     let to_lba = |sectors: u64| sectors * SECTOR_BYTES / lba_bytes;
     let state = match z.cond {
@@ -988,6 +1025,40 @@ mod tests {
             start_lba: 1000,
             capacity_lbas: 100,
             write_pointer: wp,
+        }
+    }
+
+    #[test]
+    fn blk_zones_written_for_a_server_read_back_as_the_same_zones() {
+        for state in [
+            ZoneState::Empty,
+            ZoneState::ImplicitlyOpened,
+            ZoneState::ExplicitlyOpened,
+            ZoneState::Closed,
+            ZoneState::Full,
+            ZoneState::ReadOnly,
+            ZoneState::Offline,
+        ] {
+            let wp = if state == ZoneState::Full { 1100 } else { 1042 };
+            let z = zone(state, wp);
+            let blk = blk_zone_from(&z, 128, 4096);
+            assert_eq!(blk.len, 128 * 8);
+            assert_eq!(blk.capacity, 100 * 8);
+            if state == ZoneState::Full {
+                assert_eq!(blk.wp, blk.start + blk.len, "Linux's full-zone WP");
+            }
+            assert_eq!(zone_from_blk(&blk, 4096, true), Some(z), "{state:?}");
+            // the byte image is the kernel's layout
+            let bytes = blk.to_bytes();
+            assert_eq!(
+                u64::from_ne_bytes(bytes[0..8].try_into().unwrap()),
+                1000 * 8
+            );
+            assert_eq!(bytes[25], blk_zone_cond(state));
+            assert_eq!(
+                u64::from_ne_bytes(bytes[32..40].try_into().unwrap()),
+                100 * 8
+            );
         }
     }
 

@@ -24,8 +24,9 @@ pub mod sys;
 
 #[cfg(target_os = "linux")]
 pub use device::{
-    diagnose_mgmt, diagnose_write, errno_for_status, status_from_errno, status_from_passthru,
-    LinuxError, LinuxOptions, LinuxZoned, ZoneLimitSources, ZoneLimits,
+    blk_zone_cond, blk_zone_from, diagnose_mgmt, diagnose_write, errno_for_status,
+    status_from_errno, status_from_passthru, LinuxError, LinuxOptions, LinuxZoned,
+    ZoneLimitSources, ZoneLimits,
 };
 
 /// Whether `name` names a Linux block device for the `zns` tools: a path

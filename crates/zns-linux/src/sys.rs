@@ -61,6 +61,25 @@ pub struct BlkZone {
     pub reserved: [u8; 24],
 }
 
+impl BlkZone {
+    /// The struct as the kernel lays it out (native byte order), for a
+    /// server that hands zone reports to the kernel.
+    pub fn to_bytes(&self) -> [u8; 64] {
+        let mut out = [0u8; 64];
+        out[0..8].copy_from_slice(&self.start.to_ne_bytes());
+        out[8..16].copy_from_slice(&self.len.to_ne_bytes());
+        out[16..24].copy_from_slice(&self.wp.to_ne_bytes());
+        out[24] = self.zone_type;
+        out[25] = self.cond;
+        out[26] = self.non_seq;
+        out[27] = self.reset;
+        out[28..32].copy_from_slice(&self.resv);
+        out[32..40].copy_from_slice(&self.capacity.to_ne_bytes());
+        out[40..64].copy_from_slice(&self.reserved);
+        out
+    }
+}
+
 /// `struct blk_zone_report` without its flexible `zones[]` array (16 bytes).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
