@@ -1,0 +1,255 @@
+//! The runtime thread: the served devices live on zns-sim's runtime, paced
+//! to the wall clock, on one OS thread of their own (a device is not `Send`;
+//! one clock for all of them). Queue threads hand requests over through a
+//! [`Remote`] and get each result through a callback that runs on this
+//! thread. This crate sits outside the deterministic layers, like the fio
+//! engine: it starts OS threads; only the pacer reads the wall clock.
+
+use std::any::Any;
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+
+use zns_sim::sync::Notify;
+use zns_sim::{Handle, Remote, Runtime};
+
+use crate::exec::{execute, Done, Failure, Served};
+use crate::params::{geometry, Geometry, GeometryError};
+use crate::request::Request;
+
+/// How the runtime runs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HostConfig {
+    /// The runtime's seed.
+    pub seed: u64,
+    /// Pacing: one virtual second takes `1 / speed` wall seconds.
+    pub speed: f64,
+    /// The server's request buffer (caps the kernel's request size).
+    pub io_buf_bytes: u32,
+}
+
+/// What an opener gives the host: the devices to serve, and whatever must
+/// live as long as they do (controllers, an image's store); both are
+/// dropped on the runtime's thread when the host stops, so an image saves
+/// its zone table.
+pub struct Opened {
+    pub served: Vec<(String, Served)>,
+    pub keep_alive: Box<dyn Any>,
+}
+
+/// Why the host did not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HostError {
+    #[error("{0}")]
+    Runtime(String),
+    #[error("{0}")]
+    Open(String),
+    #[error("{name}: {source}")]
+    Geometry { name: String, source: GeometryError },
+    #[error("the runtime thread could not start: {0}")]
+    Thread(std::io::Error),
+    #[error("the runtime thread ended before the devices were open")]
+    Gone,
+}
+
+/// A served device as the queue threads know it.
+#[derive(Debug, Clone)]
+pub struct HostedDevice {
+    /// The name it was opened by.
+    pub name: String,
+    pub geometry: Geometry,
+}
+
+thread_local! {
+    /// The devices of the host whose runtime runs on this thread.
+    static SERVED: RefCell<Vec<Served>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The running runtime thread. Dropping it stops the runtime and closes the
+/// devices.
+pub struct Host {
+    remote: Option<Remote>,
+    thread: Option<JoinHandle<()>>,
+    devices: Vec<HostedDevice>,
+}
+
+impl Host {
+    /// Starts the runtime thread and opens the devices there with `open`.
+    pub fn start<F>(cfg: HostConfig, open: F) -> Result<Host, HostError>
+    where
+        F: FnOnce(&mut Runtime) -> Result<Opened, String> + Send + 'static,
+    {
+        let (tx, rx) = mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("zns-serve-runtime".into())
+            .spawn(move || run(cfg, open, tx))
+            .map_err(HostError::Thread)?;
+        match rx.recv() {
+            Ok(Ok((remote, devices))) => Ok(Host {
+                remote: Some(remote),
+                thread: Some(thread),
+                devices,
+            }),
+            Ok(Err(e)) => {
+                let _ = thread.join();
+                Err(e)
+            }
+            Err(_) => {
+                let _ = thread.join();
+                Err(HostError::Gone)
+            }
+        }
+    }
+
+    /// The devices, in the order the opener gave them.
+    pub fn devices(&self) -> &[HostedDevice] {
+        &self.devices
+    }
+
+    /// A handle for queue threads.
+    pub fn link(&self, index: usize) -> Link {
+        Link {
+            remote: self.remote.clone(),
+            index,
+        }
+    }
+
+    /// Stops the runtime (after the requests already handed over) and
+    /// closes the devices.
+    pub fn stop(&mut self) {
+        if let Some(remote) = self.remote.take() {
+            remote.spawn(|_h: &Handle| STOP.with(|s| s.stop()));
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// How a queue thread reaches one device of the host.
+#[derive(Clone)]
+pub struct Link {
+    remote: Option<Remote>,
+    index: usize,
+}
+
+impl Link {
+    /// Runs `req` (with `payload`, a write's data) on the device; `done`
+    /// gets the result on the runtime's thread. A request handed over after
+    /// the host stopped fails with ENODEV.
+    pub fn submit<D>(&self, req: Request, payload: Vec<u8>, done: D)
+    where
+        D: FnOnce(Result<Done, Failure>) + Send + 'static,
+    {
+        let Some(remote) = &self.remote else {
+            done(Err(Failure::errno(libc::ENODEV)));
+            return;
+        };
+        let index = self.index;
+        if remote.is_closed() {
+            done(Err(Failure::errno(libc::ENODEV)));
+            return;
+        }
+        remote.spawn(move |h: &Handle| {
+            let Some(dev) = SERVED.with(|s| s.borrow().get(index).cloned()) else {
+                done(Err(Failure::errno(libc::ENODEV)));
+                return;
+            };
+            drop(h.spawn(async move {
+                let result = execute(&dev, req, &payload).await;
+                done(result);
+            }));
+        });
+    }
+}
+
+/// The runtime thread's stop signal.
+#[derive(Default)]
+struct Stop {
+    stopped: Cell<bool>,
+    notify: RefCell<Option<Notify>>,
+}
+
+impl Stop {
+    fn stop(&self) {
+        self.stopped.set(true);
+        if let Some(n) = self.notify.borrow().as_ref() {
+            n.notify_one();
+        }
+    }
+}
+
+thread_local! {
+    static STOP: Rc<Stop> = Rc::new(Stop::default());
+}
+
+type Started = Result<(Remote, Vec<HostedDevice>), HostError>;
+
+fn run<F>(cfg: HostConfig, open: F, started: mpsc::Sender<Started>)
+where
+    F: FnOnce(&mut Runtime) -> Result<Opened, String>,
+{
+    precise_wakeups();
+    let mut rt = match Runtime::paced(cfg.seed, cfg.speed) {
+        Ok(rt) => rt,
+        Err(e) => {
+            let _ = started.send(Err(HostError::Runtime(format!(
+                "--speed {}: {e}",
+                cfg.speed
+            ))));
+            return;
+        }
+    };
+    let opened = match open(&mut rt) {
+        Ok(o) => o,
+        Err(e) => {
+            let _ = started.send(Err(HostError::Open(e)));
+            return;
+        }
+    };
+    let mut devices = Vec::new();
+    let mut served = Vec::new();
+    for (name, dev) in opened.served {
+        match geometry(&dev, cfg.io_buf_bytes) {
+            Ok(geometry) => devices.push(HostedDevice { name, geometry }),
+            Err(source) => {
+                let _ = started.send(Err(HostError::Geometry { name, source }));
+                return;
+            }
+        }
+        served.push(dev);
+    }
+    SERVED.with(|s| *s.borrow_mut() = served);
+    let notify = Notify::new();
+    let stop = STOP.with(|s| s.clone());
+    *stop.notify.borrow_mut() = Some(notify.clone());
+    if started.send(Ok((rt.remote(), devices))).is_err() {
+        return;
+    }
+    rt.block_on(async move {
+        while !stop.stopped.get() {
+            notify.notified().await;
+        }
+    });
+    // close the devices while their runtime still exists
+    SERVED.with(|s| s.borrow_mut().clear());
+    drop(opened.keep_alive);
+    drop(rt);
+}
+
+/// Asks Linux for timer wakeups without the default 50 µs slack on this
+/// thread: the pacer's waits are device latencies of tens of microseconds.
+fn precise_wakeups() {
+    // SAFETY: PR_SET_TIMERSLACK takes a plain integer (nanoseconds).
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
+    }
+}

@@ -1,0 +1,25 @@
+//! zns-serve: emulated devices as Linux block devices through ublk
+//! (`zns serve`, docs/serve.md). A zoned namespace or RAID array becomes a
+//! host-managed zoned block device (`/dev/ublkbN`: zone report, open,
+//! close, finish, reset, reset-all, append, flush, FUA), a conventional
+//! namespace a regular one with discard; file systems and databases run on
+//! them unmodified while the device keeps its exact command semantics and
+//! its timing, paced to the wall clock.
+//!
+//! - `request`: a ublk descriptor decoded into the device's terms (pure);
+//! - `exec`: a request run on the device in virtual time, errors as the
+//!   errno Linux's NVMe driver gives (pure apart from the device);
+//! - `params`: the geometry the kernel is told, and Linux's limits on it;
+//! - `host`: the runtime thread the devices live on;
+//! - `ublk`: the ublk devices, their queue threads, user copy.
+
+pub mod exec;
+pub mod host;
+pub mod params;
+pub mod request;
+pub mod ublk;
+
+pub use exec::{Done, Failure, Served};
+pub use host::{Host, HostConfig, HostError, HostedDevice, Link, Opened};
+pub use params::{Geometry, GeometryError, ZonedGeometry};
+pub use ublk::{UblkDevice, UblkOptions, UblkSetupError};
