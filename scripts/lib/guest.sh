@@ -237,7 +237,7 @@ guest_watch() { # T0 TIMES: copies stdin to stdout; marker lines with host secon
     while IFS= read -r line || [ -n "$line" ]; do
         printf '%s\n' "$line"
         case "$line" in
-            "=== ZNSKIT"*) printf '%s %s\n' "$(guest_elapsed "$t0")" "${line%$'\r'}" >>"$times" ;;
+            *"=== ZNSKIT"*) printf '%s %s\n' "$(guest_elapsed "$t0")" "=== ZNSKIT${line#*=== ZNSKIT}" | tr -d '\r' >>"$times" ;;
         esac
     done
 }
