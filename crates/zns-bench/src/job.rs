@@ -750,13 +750,8 @@ impl IoEngine {
     }
 }
 
-/// znskit extension `host_stack`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HostStack {
-    Spdk,
-    IoUringNone,
-    IoUringMqDeadline,
-}
+/// znskit extension `host_stack`: the timing model's own type.
+pub use zns_sim::timing::HostStack;
 
 /// znskit extension `zone_op`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1292,12 +1287,7 @@ fn resolve(s: &Section, group: u32) -> Result<JobSpec, JobError> {
         stonewall: b("stonewall"),
         thread: b("thread"),
         zone_append: b("zone_append"),
-        host_stack: match word("host_stack") {
-            Some("spdk") => Some(HostStack::Spdk),
-            Some("io-uring-none") => Some(HostStack::IoUringNone),
-            Some("io-uring-mq-deadline") => Some(HostStack::IoUringMqDeadline),
-            _ => None,
-        },
+        host_stack: word("host_stack").and_then(|w| w.parse().ok()),
         zone_op: match word("zone_op") {
             Some("reset") => Some(ZoneOp::Reset),
             Some("finish") => Some(ZoneOp::Finish),

@@ -101,14 +101,6 @@ pub struct RunReport {
     pub raid: BTreeMap<String, zns_raid::RaidStats>,
 }
 
-fn sim_stack(h: HostStack) -> zns_sim::timing::HostStack {
-    match h {
-        HostStack::Spdk => zns_sim::timing::HostStack::Spdk,
-        HostStack::IoUringNone => zns_sim::timing::HostStack::IoUringNone,
-        HostStack::IoUringMqDeadline => zns_sim::timing::HostStack::IoUringMqDeadline,
-    }
-}
-
 /// The host stack a job uses: `host_stack`, else spdk for `ioengine=spdk`
 /// and io-uring-none for the kernel engines.
 pub fn effective_host_stack(spec: &JobSpec) -> HostStack {
@@ -173,7 +165,7 @@ pub fn run_jobs_with_progress(
                     )));
                 }
             }
-            target.set_host_stack(sim_stack(stack));
+            target.set_host_stack(stack);
             let geo = target.geometry();
             validate(spec, &target, &geo).map_err(&setup)?;
             let zbd_key = format!("{fname}#{}", spec.nsid.unwrap_or(0));

@@ -268,18 +268,7 @@ impl std::str::FromStr for RaidSpec {
                     }
                     "policy" => options.policy = v.parse::<Policy>()?,
                     "stack" => {
-                        stack = Some(match v {
-                            "none" | "io-uring-none" => HostStack::IoUringNone,
-                            "mq-deadline" | "io-uring-mq-deadline" => {
-                                HostStack::IoUringMqDeadline
-                            }
-                            "spdk" => HostStack::Spdk,
-                            _ => {
-                                return Err(format!(
-                                    "stack={v}: expected none, mq-deadline or spdk"
-                                ))
-                            }
-                        })
+                        stack = Some(v.parse().map_err(|e| format!("stack={v}: {e}"))?)
                     }
                     "aggregate" => {
                         aggregate = v

@@ -15,7 +15,7 @@ use zns_cache::{
 use zns_device::StoreKind;
 
 use crate::bench::{show_progress, Eta};
-use crate::{parse_host_stack, CliError, ProfileArgs};
+use crate::{host_stack_arg, CliError, ProfileArgs};
 
 pub const CACHE_HELP: &str = "\
 Examples:
@@ -364,7 +364,7 @@ fn run(a: RunArgs) -> Result<ExitCode, CliError> {
             )))
         }
     };
-    dev.host_stack = a.host_stack.as_deref().map(parse_host_stack).transpose()?;
+    dev.host_stack = a.host_stack.as_deref().map(host_stack_arg).transpose()?;
     dev.precondition = Precondition::parse(&a.precondition).map_err(cache_err)?;
     dev.discard = a.discard;
     if a.verify {

@@ -420,15 +420,10 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
     }
 }
 
-fn parse_host_stack(s: &str) -> Result<HostStack, CliError> {
-    match s {
-        "spdk" => Ok(HostStack::Spdk),
-        "io-uring-none" | "none" => Ok(HostStack::IoUringNone),
-        "io-uring-mq-deadline" | "mq-deadline" => Ok(HostStack::IoUringMqDeadline),
-        other => Err(CliError::Usage(format!(
-            "--host-stack {other}: expected spdk, io-uring-none or io-uring-mq-deadline"
-        ))),
-    }
+/// A `--host-stack` argument (`HostStack`'s own parser), as a usage error.
+fn host_stack_arg(s: &str) -> Result<HostStack, CliError> {
+    s.parse()
+        .map_err(|e| CliError::Usage(format!("--host-stack: {e}")))
 }
 
 fn info(args: InfoArgs) -> Result<ExitCode, CliError> {
@@ -768,7 +763,7 @@ fn replay(args: ReplayArgs) -> Result<ExitCode, CliError> {
         .map_err(|e| CliError::Io(format!("{}: {e}", args.trace.display())))?;
     let commands = parse_trace(&text)
         .map_err(|e| CliError::Input(format!("{}: {e}", args.trace.display())))?;
-    let stack = parse_host_stack(&args.host_stack)?;
+    let stack = host_stack_arg(&args.host_stack)?;
     let mut rt = Runtime::new(args.seed);
     let ctrl = match &args.image {
         Some(path) => {

@@ -69,20 +69,6 @@ impl DeviceConfig {
 /// spin.
 pub const DEFAULT_SPIN_NS: u64 = 100_000;
 
-/// Parses a host stack name (`spdk`, `io-uring-none`, `io-uring-mq-deadline`).
-pub fn parse_host_stack(name: &str) -> Result<HostStack, String> {
-    HostStack::ALL
-        .into_iter()
-        .find(|s| s.name() == name)
-        .ok_or_else(|| {
-            let names: Vec<&str> = HostStack::ALL.iter().map(|s| s.name()).collect();
-            format!(
-                "znskit_host_stack={name}: not a host stack (one of {})",
-                names.join(", ")
-            )
-        })
-}
-
 /// The errno the Linux NVMe driver and block layer give for an NVMe status
 /// (`nvme_error_status` then `blk_status_to_errno`): what fio would see from a
 /// real drive. fio's zbd code treats EIO and EREMOTEIO as "unaligned write".
