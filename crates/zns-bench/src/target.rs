@@ -73,7 +73,7 @@ impl Target {
     /// submission order (a RAID array: the logical write pointer moves at
     /// submission).
     pub fn orders_zone_writes(&self) -> bool {
-        matches!(self, Target::Raid(_))
+        self.zoned().is_some_and(|z| z.orders_zone_writes())
     }
 
     pub fn geometry(&self) -> Geometry {

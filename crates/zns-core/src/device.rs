@@ -67,6 +67,16 @@ pub trait ZonedDevice {
     /// NVM Flush: every write completed before the flush was submitted is durable
     /// when it completes.
     fn flush(&self) -> CmdFuture<'_, ()>;
+
+    /// True when the device serialises the writes to a zone itself, in the
+    /// order they were submitted, so a client may have several writes to one
+    /// zone in flight (a RAID array: its logical write pointer moves at
+    /// submission). False for an NVMe ZNS namespace, where a write must wait
+    /// until the one before it in the zone has completed (or go through a
+    /// host scheduler that orders them, or be a zone append).
+    fn orders_zone_writes(&self) -> bool {
+        false
+    }
 }
 
 /// A conventional (randomly writable) block device: the NVM command set without zones.
