@@ -11,6 +11,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
 
@@ -92,4 +93,62 @@ pub trait BlockDevice {
     /// Dataset Management deallocate (TRIM) of `nlb` blocks at `slba`.
     fn discard(&self, slba: u64, nlb: u64) -> CmdFuture<'_, ()>;
     fn flush(&self) -> CmdFuture<'_, ()>;
+}
+
+/// A shared device is the device (so `Rc<dyn ZonedDevice>` is a `ZonedDevice`).
+impl<D: ZonedDevice + ?Sized> ZonedDevice for Rc<D> {
+    fn config(&self) -> &ZonedConfig {
+        (**self).config()
+    }
+    fn report_zones(
+        &self,
+        start_lba: u64,
+        filter: ReportFilter,
+        max_zones: usize,
+    ) -> CmdFuture<'_, Vec<ZoneDescriptor>> {
+        (**self).report_zones(start_lba, filter, max_zones)
+    }
+    fn read<'a>(&'a self, slba: u64, buf: &'a mut [u8]) -> CmdFuture<'a, ()> {
+        (**self).read(slba, buf)
+    }
+    fn write<'a>(&'a self, slba: u64, data: &'a [u8], flags: IoFlags) -> CmdFuture<'a, ()> {
+        (**self).write(slba, data, flags)
+    }
+    fn append<'a>(&'a self, zslba: u64, data: &'a [u8], flags: IoFlags) -> CmdFuture<'a, u64> {
+        (**self).append(zslba, data, flags)
+    }
+    fn zone_send(&self, cmd: ZoneSendCmd) -> CmdFuture<'_, ()> {
+        (**self).zone_send(cmd)
+    }
+    fn flush(&self) -> CmdFuture<'_, ()> {
+        (**self).flush()
+    }
+    fn orders_zone_writes(&self) -> bool {
+        (**self).orders_zone_writes()
+    }
+}
+
+/// A shared device is the device (so `Rc<dyn BlockDevice>` is a `BlockDevice`).
+impl<D: BlockDevice + ?Sized> BlockDevice for Rc<D> {
+    fn lba_bytes(&self) -> u32 {
+        (**self).lba_bytes()
+    }
+    fn capacity_lbas(&self) -> u64 {
+        (**self).capacity_lbas()
+    }
+    fn max_transfer_lbas(&self) -> u32 {
+        (**self).max_transfer_lbas()
+    }
+    fn read<'a>(&'a self, slba: u64, buf: &'a mut [u8]) -> CmdFuture<'a, ()> {
+        (**self).read(slba, buf)
+    }
+    fn write<'a>(&'a self, slba: u64, data: &'a [u8], flags: IoFlags) -> CmdFuture<'a, ()> {
+        (**self).write(slba, data, flags)
+    }
+    fn discard(&self, slba: u64, nlb: u64) -> CmdFuture<'_, ()> {
+        (**self).discard(slba, nlb)
+    }
+    fn flush(&self) -> CmdFuture<'_, ()> {
+        (**self).flush()
+    }
 }
