@@ -32,11 +32,11 @@ use std::task::{Context, Poll};
 use zns_core::{NvmeError, ReportFilter, ZoneAction, ZoneSendCmd};
 use zns_sim::sync::Notify;
 use zns_sim::{Handle, Runtime, SimRng};
+use zns_target::{Devices, Geometry, Target};
 
 use crate::job::{HostStack, JobSpec, Precondition, Rw, ZoneMode, ZoneOp};
 use crate::randmap::BlockPermutation;
 use crate::stats::DirStats;
-use zns_target::{Devices, Geometry, Target};
 
 /// Why a run failed.
 #[derive(Debug, thiserror::Error)]
