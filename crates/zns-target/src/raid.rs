@@ -30,17 +30,6 @@ pub struct RaidSpec {
 }
 
 impl RaidSpec {
-    /// An array of `members` with `options`, the members' host stack from
-    /// the variant, no aggregation.
-    pub fn new(members: Vec<Profile>, options: RaidOptions) -> RaidSpec {
-        RaidSpec {
-            members,
-            member_stack: default_member_stack(options.variant),
-            options,
-            aggregate: 1,
-        }
-    }
-
     /// The members' names (their profiles' names), in array order.
     pub fn member_names(&self) -> impl Iterator<Item = &str> {
         self.members.iter().map(|p| p.name.as_str())
