@@ -20,6 +20,7 @@ use std::fmt;
 use std::time::Duration;
 
 use thiserror::Error;
+use zns_target::size::{parse_bytes, split_number};
 
 // ---------------------------------------------------------------------------
 // Option table
@@ -383,7 +384,7 @@ pub fn parse_zone_fill(s: &str) -> Option<ZoneFill> {
         }
         let rest = rest.trim();
         let minus_bytes = match rest.strip_prefix('-') {
-            Some(m) => parse_bytes(m)?,
+            Some(m) => parse_bytes(m).ok()?,
             None if rest.is_empty() => 0,
             None => return None,
         };
@@ -392,57 +393,7 @@ pub fn parse_zone_fill(s: &str) -> Option<ZoneFill> {
             minus_bytes,
         });
     }
-    parse_bytes(s).map(ZoneFill::Bytes)
-}
-
-fn bytes_multiplier(suffix: &str) -> Option<u64> {
-    // kb_base=1024 (fio's default): k/kb = 1024^n; ki/kib = 1000^n.
-    let s = suffix.to_ascii_lowercase();
-    let s = s.as_str();
-    let (letter, rest) = match s.chars().next() {
-        None => return Some(1),
-        Some(c) => (c, &s[c.len_utf8()..]),
-    };
-    if letter == 'b' && rest.is_empty() {
-        return Some(1);
-    }
-    let pow = match letter {
-        'k' => 1,
-        'm' => 2,
-        'g' => 3,
-        't' => 4,
-        'p' => 5,
-        _ => return None,
-    };
-    let base: u64 = match rest {
-        "" | "b" => 1024,
-        "i" | "ib" => 1000,
-        _ => return None,
-    };
-    base.checked_pow(pow)
-}
-
-fn split_number(s: &str) -> (&str, &str) {
-    let end = s
-        .char_indices()
-        .find(|(_, c)| !c.is_ascii_digit())
-        .map_or(s.len(), |(i, _)| i);
-    s.split_at(end)
-}
-
-/// Parse bytes with an optional k/m/g/t/p suffix (kb_base=1024) or a `0x`
-/// hex number.
-pub fn parse_bytes(s: &str) -> Option<u64> {
-    let s = s.trim();
-    if let Some(hex) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        return u64::from_str_radix(hex, 16).ok();
-    }
-    let (num, suffix) = split_number(s);
-    if num.is_empty() {
-        return None;
-    }
-    let n: u64 = num.parse().ok()?;
-    n.checked_mul(bytes_multiplier(suffix.trim())?)
+    parse_bytes(s).ok().map(ZoneFill::Bytes)
 }
 
 /// Parse a size: bytes, `N%` or `Nz`.
@@ -459,7 +410,7 @@ pub fn parse_size(s: &str) -> Option<SizeSpec> {
         }
         return None;
     }
-    parse_bytes(s).map(SizeSpec::Bytes)
+    parse_bytes(s).ok().map(SizeSpec::Bytes)
 }
 
 /// Parse a duration; a plain number is in `default_unit_us` microseconds.
@@ -522,7 +473,7 @@ fn parse_value(def: &OptionDef, raw: Option<&str>) -> Result<Value, Reject> {
                 // per-direction and ranged block sizes are not supported yet
                 return Err(Reject::Bad);
             }
-            let b = parse_bytes(s).ok_or(Reject::Bad)?;
+            let b = parse_bytes(s).map_err(|_| Reject::Bad)?;
             if b == 0 || b % 512 != 0 {
                 return Err(Reject::Range(format!(
                     "block size {b} bytes is not a positive multiple of 512"
@@ -565,7 +516,7 @@ fn parse_value(def: &OptionDef, raw: Option<&str>) -> Result<Value, Reject> {
             let side = |p: Option<&str>| -> Result<Option<u64>, Reject> {
                 match p.map(str::trim) {
                     None | Some("") => Ok(None),
-                    Some(p) => parse_bytes(p).map(Some).ok_or(Reject::Bad),
+                    Some(p) => parse_bytes(p).map(Some).map_err(|_| Reject::Bad),
                 }
             };
             let first = parts.next();
@@ -750,13 +701,8 @@ impl IoEngine {
     }
 }
 
-/// znskit extension `host_stack`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HostStack {
-    Spdk,
-    IoUringNone,
-    IoUringMqDeadline,
-}
+/// znskit extension `host_stack`: the timing model's own type.
+pub use zns_sim::timing::HostStack;
 
 /// znskit extension `zone_op`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1292,12 +1238,7 @@ fn resolve(s: &Section, group: u32) -> Result<JobSpec, JobError> {
         stonewall: b("stonewall"),
         thread: b("thread"),
         zone_append: b("zone_append"),
-        host_stack: match word("host_stack") {
-            Some("spdk") => Some(HostStack::Spdk),
-            Some("io-uring-none") => Some(HostStack::IoUringNone),
-            Some("io-uring-mq-deadline") => Some(HostStack::IoUringMqDeadline),
-            _ => None,
-        },
+        host_stack: word("host_stack").and_then(|w| w.parse().ok()),
         zone_op: match word("zone_op") {
             Some("reset") => Some(ZoneOp::Reset),
             Some("finish") => Some(ZoneOp::Finish),

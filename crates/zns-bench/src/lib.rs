@@ -10,5 +10,4 @@ pub mod randmap;
 pub mod repro_zraid;
 pub mod run;
 pub mod stats;
-pub mod target;
 pub mod text;

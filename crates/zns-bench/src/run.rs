@@ -32,11 +32,11 @@ use std::task::{Context, Poll};
 use zns_core::{NvmeError, ReportFilter, ZoneAction, ZoneSendCmd};
 use zns_sim::sync::Notify;
 use zns_sim::{Handle, Runtime, SimRng};
+use zns_target::{Devices, Geometry, Target};
 
 use crate::job::{HostStack, JobSpec, Precondition, Rw, ZoneMode, ZoneOp};
 use crate::randmap::BlockPermutation;
 use crate::stats::DirStats;
-use crate::target::{Devices, Geometry, Target};
 
 /// Why a run failed.
 #[derive(Debug, thiserror::Error)]
@@ -101,14 +101,6 @@ pub struct RunReport {
     pub raid: BTreeMap<String, zns_raid::RaidStats>,
 }
 
-fn sim_stack(h: HostStack) -> zns_sim::timing::HostStack {
-    match h {
-        HostStack::Spdk => zns_sim::timing::HostStack::Spdk,
-        HostStack::IoUringNone => zns_sim::timing::HostStack::IoUringNone,
-        HostStack::IoUringMqDeadline => zns_sim::timing::HostStack::IoUringMqDeadline,
-    }
-}
-
 /// The host stack a job uses: `host_stack`, else spdk for `ioengine=spdk`
 /// and io-uring-none for the kernel engines.
 pub fn effective_host_stack(spec: &JobSpec) -> HostStack {
@@ -136,7 +128,7 @@ pub fn run_jobs_with_progress(
     let real = specs.iter().any(|s| {
         s.filename
             .as_deref()
-            .is_some_and(crate::target::is_real_device)
+            .is_some_and(zns_target::is_real_device)
     });
     let mut rt = if real {
         Runtime::paced(seed, 1.0).map_err(|msg| RunError::Setup {
@@ -173,7 +165,7 @@ pub fn run_jobs_with_progress(
                     )));
                 }
             }
-            target.set_host_stack(sim_stack(stack));
+            devices.set_host_stack(&fname, stack);
             let geo = target.geometry();
             validate(spec, &target, &geo).map_err(&setup)?;
             let zbd_key = format!("{fname}#{}", spec.nsid.unwrap_or(0));
@@ -832,7 +824,7 @@ impl JobRun {
     /// `precondition=fill|cold`: write the job's range (zones to zone_fill).
     async fn precondition(self: Rc<Self>) -> Result<(), RunError> {
         match &self.target {
-            Target::Zoned(_) | Target::Raid(_) | Target::Device(_) => {
+            Target::Zoned(_) => {
                 let cap = self.geo.zone_cap_bytes;
                 let want = self.spec.zone_fill.resolve(cap, self.lba) / self.lba;
                 for z in self.report().await? {

@@ -183,7 +183,7 @@ fn banner(doc: &Value, jobs: &[Value], out: &mut String) {
         threads |= option_bool(doc, job, "thread");
         let rw = option(doc, job, &["rw", "readwrite"]).unwrap_or("read");
         let bs = option(doc, job, &["bs", "blocksize"])
-            .and_then(crate::job::parse_bytes)
+            .and_then(|v| zns_target::parse_bytes(v).ok())
             .unwrap_or(4096);
         let bs = num2str(bs, 4, 1, true, Unit::Byte);
         let engine = option(doc, job, &["ioengine"]).unwrap_or("psync");

@@ -57,6 +57,7 @@ use serde::Serialize;
 use zns_core::{CmdFuture, NvmeError};
 use zns_sim::sync::Notify;
 use zns_sim::Handle;
+use zns_target::check_whole_blocks;
 
 use crate::backend::{BackendKind, ChunkDevice, ZoneLayout};
 use crate::error::CacheError;
@@ -219,12 +220,7 @@ impl Geometry {
     ) -> Result<Geometry, CacheError> {
         let p = |m: String| Err(CacheError::Param(m));
         let lba = u64::from(layout.lba_bytes);
-        if cfg.chunk_bytes == 0 || cfg.chunk_bytes % lba != 0 {
-            return p(format!(
-                "chunk size {} B is not a positive multiple of the device's {lba} B block",
-                cfg.chunk_bytes
-            ));
-        }
+        check_whole_blocks("chunk", cfg.chunk_bytes, lba).map_err(CacheError::Param)?;
         let zone_cap_bytes = layout.zone_capacity_lbas * lba;
         if cfg.chunk_bytes > zone_cap_bytes {
             return p(format!(
@@ -281,13 +277,11 @@ impl Geometry {
             ));
         }
         let mtl = u64::from(layout.max_transfer_lbas.max(1));
+        if let Some(b) = cfg.io_bytes {
+            check_whole_blocks("io size", b, lba).map_err(CacheError::Param)?;
+        }
         let io_lbas = match cfg.io_bytes {
             None => mtl,
-            Some(b) if b == 0 || b % lba != 0 => {
-                return p(format!(
-                    "io size {b} B is not a positive multiple of the {lba} B block"
-                ))
-            }
             Some(b) if b / lba > mtl => {
                 return p(format!(
                     "io size {} is above the device's largest transfer ({})",

@@ -10,8 +10,10 @@
 //! workload generators with ZNCache's binary workload files and text
 //! traces, the metrics (hit ratio, latency percentiles, throughput, host and
 //! device WAF, free zones; CSV time series, PNG plots) and the paper's
-//! experiments (`repro`). Everything runs on the zns-sim runtime in virtual
-//! time; see docs/zncache.md.
+//! experiments (`repro`). The device itself (a profile's namespace or a RAID
+//! array) is named and opened by zns-target; the cache wraps it in its
+//! backend. Everything runs on the zns-sim runtime in virtual time; see
+//! docs/zncache.md.
 
 pub mod backend;
 pub mod cache;

@@ -590,7 +590,11 @@ fn ftl_capacity_bytes(o: &ReproOptions) -> Option<u64> {
 
 fn block_capacity_bytes(d: &DeviceSpec) -> Result<u64, CacheError> {
     let idx = d.nsid.unwrap_or(1).saturating_sub(1) as usize;
-    match d.profile.namespaces.get(idx) {
+    let namespace = match &d.target {
+        zns_target::TargetSpec::Profile(p) => p.namespaces.get(idx),
+        _ => None,
+    };
+    match namespace {
         Some(NamespaceProfile::Conventional(c)) => Ok(c.capacity_lbas * u64::from(c.lba_bytes)),
         _ => Err(CacheError::Param(
             "the block device spec names no conventional namespace".into(),

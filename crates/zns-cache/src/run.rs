@@ -1,6 +1,6 @@
-//! Running the cache: open the device (a profile and a namespace: zoned →
-//! ZNS backend, conventional → block backend; or a RAID array of zoned
-//! devices, zns-raid, under the ZNS backend), precondition it if asked,
+//! Running the cache: open the device (zns-target: a profile and a
+//! namespace, or a RAID array) and wrap it in a backend (zoned → ZNS
+//! backend, conventional → block backend), precondition it if asked,
 //! build the workload, start N worker tasks and the eviction task on one
 //! deterministic runtime, sample the time series every interval of virtual
 //! time, and summarise.
@@ -17,12 +17,11 @@ use std::task::Poll;
 
 use serde::Serialize;
 use zns_core::{BlockDevice, IoFlags, ZonedDevice};
-use zns_device::{
-    Controller, ControllerOptions, EmulatedConventionalNs, NamespaceProfile, Profile, StoreKind,
-};
+use zns_device::{Controller, StoreKind};
 use zns_sim::sync::Notify;
 use zns_sim::timing::HostStack;
 use zns_sim::{Handle, Runtime, SimRng};
+use zns_target::{OpenOptions, OpenedDevice, Target, TargetSpec};
 
 use crate::backend::{BackendKind, BlockBackend, ChunkDevice, ZnsBackend, ZnsWrite};
 use crate::cache::{Cache, CacheConfig, Geometry};
@@ -64,14 +63,17 @@ impl Precondition {
     }
 }
 
-/// Which device and how to open it.
+/// Which device (zns-target opens it) and how the cache uses it.
 #[derive(Debug, Clone)]
 pub struct DeviceSpec {
-    pub profile: Profile,
+    /// A profile, or a RAID array of zoned devices (its namespace 1, run
+    /// under the ZNS backend).
+    pub target: TargetSpec,
     /// Namespace (1-based); `None` = the first zoned namespace, else the first.
     pub nsid: Option<u32>,
     pub store: StoreKind,
-    /// `None`: io_uring + mq-deadline on ZNS, io_uring + none on block (the paper's set-up).
+    /// `None`: io_uring + mq-deadline on ZNS, io_uring + none on block (the
+    /// paper's set-up). An array's members take theirs from its spec.
     pub host_stack: Option<HostStack>,
     /// Block backend region size (default 1077 MiB).
     pub region_bytes: Option<u64>,
@@ -79,43 +81,19 @@ pub struct DeviceSpec {
     pub discard: bool,
     pub zns_write: ZnsWrite,
     pub precondition: Precondition,
-    /// `Some`: the device is a RAID array of `profile` devices (their first
-    /// zoned namespace; `nsid` does not apply), run under the ZNS backend.
-    pub array: Option<ArraySpec>,
-}
-
-/// A RAID array of identical members (`zns cache run --device raid:5xzn540`).
-#[derive(Debug, Clone)]
-pub struct ArraySpec {
-    pub members: usize,
-    pub options: zns_raid::RaidOptions,
-    pub member_stack: HostStack,
-    /// Zones of a member presented as one (1: none).
-    pub aggregate: u32,
 }
 
 impl DeviceSpec {
     /// The device's name in reports: the profile, or the array
     /// (`raid:5xzn540,variant=zraid,chunk=65536`).
     pub fn name(&self) -> String {
-        match &self.array {
-            None => self.profile.name.clone(),
-            Some(a) => {
-                let mut s = format!(
-                    "raid:{}x{},variant={},chunk={}",
-                    a.members, self.profile.name, a.options.variant, a.options.chunk_bytes
-                );
-                if a.aggregate > 1 {
-                    s += &format!(",aggregate={}", a.aggregate);
-                }
-                s
-            }
-        }
+        self.target.name()
     }
 
-    pub fn new(profile: Profile) -> DeviceSpec {
+    /// A profile's device or an array (`RaidSpec`), timing only.
+    pub fn new(target: impl Into<TargetSpec>) -> DeviceSpec {
         DeviceSpec {
-            profile,
+            target: target.into(),
             nsid: None,
             store: StoreKind::None,
             host_stack: None,
@@ -123,7 +101,6 @@ impl DeviceSpec {
             discard: false,
             zns_write: ZnsWrite::WritePointer,
             precondition: Precondition::None,
-            array: None,
         }
     }
 }
@@ -261,119 +238,88 @@ pub fn block_backend<B: BlockDevice + 'static>(
     Ok(Rc::new(b))
 }
 
-/// Opens the device a spec names (an array is created on `rt`).
+/// Opens the device a spec names (zns-target; an array is created on
+/// `rt`) and wraps it in the backend its namespace calls for.
 pub fn open_device(rt: &mut Runtime, spec: &DeviceSpec) -> Result<OpenDevice, CacheError> {
-    if let Some(a) = &spec.array {
-        return open_array(rt, spec, a);
+    let device_err = |e: String| CacheError::Device(e);
+    match &spec.target {
+        TargetSpec::Profile(_) => {}
+        TargetSpec::Raid(_) => {
+            if spec.nsid.is_some() {
+                return Err(device_err(
+                    "--nsid does not apply to a RAID array (its members' first zoned namespaces are used)"
+                        .into(),
+                ));
+            }
+            if spec.precondition != Precondition::None {
+                return Err(device_err(
+                    "--precondition is not supported on a RAID array (the cache resets its zones anyway)"
+                        .into(),
+                ));
+            }
+        }
+        TargetSpec::Image(_) | TargetSpec::Linux(_) => {
+            return Err(device_err(format!(
+                "{}: the cache runs on emulated profiles and RAID arrays of them (virtual time, data it may overwrite)",
+                spec.name()
+            )))
+        }
     }
-    let handle = &rt.handle();
-    let p = &spec.profile;
-    let nsid = match spec.nsid {
-        Some(n) => n,
-        None => p.first_zoned().map(|i| i as u32 + 1).unwrap_or(1),
+    let opts = OpenOptions {
+        store: spec.store,
+        ..OpenOptions::default()
     };
-    let ns = nsid
-        .checked_sub(1)
-        .and_then(|i| p.namespaces.get(i as usize))
-        .ok_or_else(|| {
-            CacheError::Device(format!(
-                "--nsid {nsid}: profile {} has {} namespace(s)",
-                p.name,
-                p.namespaces.len()
-            ))
-        })?;
-    let kind = match ns {
-        NamespaceProfile::Zoned(_) => BackendKind::Zns,
-        NamespaceProfile::Conventional(_) => BackendKind::Block,
+    let opened = zns_target::open(rt, &spec.target, &opts).map_err(device_err)?;
+    let nsid = spec.nsid.unwrap_or_else(|| opened.default_nsid());
+    let target = opened
+        .target(&spec.name(), Some(nsid))
+        .map_err(device_err)?;
+    let kind = match target {
+        Target::Zoned(_) => BackendKind::Zns,
+        Target::Block(_) => BackendKind::Block,
     };
-    let ctrl = Controller::new(
-        handle,
-        p.clone(),
-        ControllerOptions {
-            store: spec.store,
-            host_stack: spec.host_stack.unwrap_or(default_stack(kind)),
-        },
-    )
-    .map_err(|e| CacheError::Device(e.to_string()))?;
+    opened.set_host_stack(spec.host_stack.unwrap_or(default_stack(kind)));
+    let controller = match &opened {
+        OpenedDevice::Controller(c) => Some(c.clone()),
+        _ => None,
+    };
     // Without a data store there is nothing to look at in what is read: the
     // device need not zero every chunk buffer (same timing and numbers).
-    if spec.store == StoreKind::None {
-        ctrl.set_zero_fill_reads(false);
+    if let (Some(c), StoreKind::None) = (&controller, spec.store) {
+        c.set_zero_fill_reads(false);
     }
-    let dev: Rc<dyn ChunkDevice> = match kind {
-        BackendKind::Zns => {
-            let z = ctrl
-                .zoned(nsid)
-                .ok_or_else(|| CacheError::Device(format!("nsid {nsid} is not zoned")))?;
-            Rc::new(ZnsBackend::new(z, spec.zns_write))
-        }
-        BackendKind::Block => {
-            let b: EmulatedConventionalNs = ctrl
-                .conventional(nsid)
-                .ok_or_else(|| CacheError::Device(format!("nsid {nsid} is not conventional")))?;
+    let dev: Rc<dyn ChunkDevice> = match target {
+        Target::Zoned(z) => Rc::new(ZnsBackend::new(z, spec.zns_write)),
+        Target::Block(b) => {
             // An FTL namespace counts host and flash writes: the device WAF hook.
-            if b.ftl_stats().is_some() {
-                let probe = b.clone();
-                let backend = BlockBackend::new(
-                    b,
-                    spec.region_bytes.unwrap_or(DEFAULT_REGION_BYTES),
-                    spec.discard,
-                )?
-                .with_flash_counters(move || {
-                    let s = probe.ftl_stats().unwrap_or_default();
-                    FlashCounters {
-                        host_write_bytes: s.host_bytes_written,
-                        flash_write_bytes: s.flash_bytes_written,
-                    }
-                });
-                Rc::new(backend)
-            } else {
-                block_backend(b, spec)?
+            let ftl = controller
+                .as_ref()
+                .and_then(|c| c.conventional(nsid))
+                .filter(|c| c.ftl_stats().is_some());
+            match ftl {
+                Some(probe) => {
+                    let backend = BlockBackend::new(
+                        b,
+                        spec.region_bytes.unwrap_or(DEFAULT_REGION_BYTES),
+                        spec.discard,
+                    )?
+                    .with_flash_counters(move || {
+                        let s = probe.ftl_stats().unwrap_or_default();
+                        FlashCounters {
+                            host_write_bytes: s.host_bytes_written,
+                            flash_write_bytes: s.flash_bytes_written,
+                        }
+                    });
+                    Rc::new(backend)
+                }
+                None => block_backend(b, spec)?,
             }
         }
     };
     Ok(OpenDevice {
         dev,
-        controller: Some(ctrl),
+        controller,
         nsid,
-    })
-}
-
-/// Creates the array a spec names, with `spec.store` on every member.
-fn open_array(
-    rt: &mut Runtime,
-    spec: &DeviceSpec,
-    a: &ArraySpec,
-) -> Result<OpenDevice, CacheError> {
-    if spec.nsid.is_some() {
-        return Err(CacheError::Device(
-            "--nsid does not apply to a RAID array (its members' first zoned namespaces are used)"
-                .into(),
-        ));
-    }
-    if spec.precondition != Precondition::None {
-        return Err(CacheError::Device(
-            "--precondition is not supported on a RAID array (the cache resets its zones anyway)"
-                .into(),
-        ));
-    }
-    let name = spec.profile.name.clone();
-    let members = zns_raid::build::Members {
-        profiles: vec![(name, spec.profile.clone()); a.members],
-        host_stack: a.member_stack,
-        store: spec.store,
-        aggregate: a.aggregate,
-    };
-    let handle = rt.handle();
-    let (array, _members) = rt
-        .block_on(zns_raid::build::create_from_profiles(
-            &handle, &members, a.options,
-        ))
-        .map_err(CacheError::Device)?;
-    Ok(OpenDevice {
-        dev: Rc::new(ZnsBackend::new(array, spec.zns_write)),
-        controller: None,
-        nsid: 1,
     })
 }
 

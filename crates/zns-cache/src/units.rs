@@ -1,40 +1,8 @@
-//! Parsing of sizes (`64k`, `512MiB`, `1g`) and durations (`40ms`, `1h`)
-//! given on the command line or in experiment definitions. Sizes are
-//! binary (k = 1024); durations are returned in nanoseconds.
+//! Parsing of durations (`40ms`, `1h`, returned in nanoseconds) given on the
+//! command line or in experiment definitions, and sizes for humans
+//! (`fmt_bytes`). Sizes are parsed by `zns_target::parse_bytes` (fio's rule).
 
 use crate::error::CacheError;
-
-/// Bytes from `N`, `Nk`, `NKiB`, `Nm`, `NMiB`, `Ng`, `NGiB`, `Nt` (binary units).
-pub fn parse_bytes(s: &str) -> Result<u64, CacheError> {
-    let t = s.trim();
-    let lower = t.to_ascii_lowercase();
-    let digits_end = lower
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(lower.len());
-    let (num, unit) = lower.split_at(digits_end);
-    let shift = match unit.trim() {
-        "" | "b" => 0,
-        "k" | "kb" | "kib" => 10,
-        "m" | "mb" | "mib" => 20,
-        "g" | "gb" | "gib" => 30,
-        "t" | "tb" | "tib" => 40,
-        _ => {
-            return Err(CacheError::Param(format!(
-                "size `{s}`: unknown unit (use k, m, g or t, binary)"
-            )))
-        }
-    };
-    let value: f64 = num
-        .parse()
-        .map_err(|_| CacheError::Param(format!("size `{s}`: not a number")))?;
-    let bytes = value * (1u64 << shift) as f64;
-    if !bytes.is_finite() || bytes < 0.0 || bytes >= u64::MAX as f64 || bytes.fract() != 0.0 {
-        return Err(CacheError::Param(format!(
-            "size `{s}`: not a whole number of bytes"
-        )));
-    }
-    Ok(bytes as u64)
-}
 
 /// Nanoseconds from `N` (seconds), `Nns`, `Nus`, `Nms`, `Ns`, `Nm`, `Nh`.
 pub fn parse_duration_ns(s: &str) -> Result<u64, CacheError> {
@@ -90,14 +58,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sizes_and_durations() {
-        assert_eq!(parse_bytes("64k").unwrap(), 65536);
-        assert_eq!(parse_bytes("512MiB").unwrap(), 512 << 20);
-        assert_eq!(parse_bytes("1g").unwrap(), 1 << 30);
-        assert_eq!(parse_bytes("4096").unwrap(), 4096);
-        assert!(parse_bytes("12q").is_err());
-        assert!(parse_bytes("").is_err());
-        assert!(parse_bytes("0.3k").is_err());
+    fn durations_and_sizes_for_humans() {
         assert_eq!(parse_duration_ns("40ms").unwrap(), 40_000_000);
         assert_eq!(parse_duration_ns("1h").unwrap(), 3_600_000_000_000);
         assert_eq!(parse_duration_ns("2").unwrap(), 2_000_000_000);

@@ -49,10 +49,8 @@ fn device(dev: Dev) -> DeviceSpec {
                 .unwrap()
                 .with_overrides(&overrides)
                 .unwrap();
-            let mut d = DeviceSpec::new(member);
-            d.store = StoreKind::Memory;
-            d.array = Some(zns_cache::run::ArraySpec {
-                members: 3,
+            let mut d = DeviceSpec::new(zns_target::RaidSpec {
+                members: vec![member; 3],
                 options: zns_raid::RaidOptions {
                     variant,
                     ..zns_raid::RaidOptions::default()
@@ -60,6 +58,7 @@ fn device(dev: Dev) -> DeviceSpec {
                 member_stack: zns_sim::timing::HostStack::IoUringNone,
                 aggregate: 1,
             });
+            d.store = StoreKind::Memory;
             d
         }
     }

@@ -7,15 +7,16 @@ use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
 use zns_cache::repro::{self, ReproOptions, Scale};
-use zns_cache::units::{parse_bytes, parse_duration_ns};
+use zns_cache::units::parse_duration_ns;
 use zns_cache::{
     CacheConfig, CacheError, Distribution, FetchOrder, Policy, Precondition, RemoteLatency,
     RunSpec, Workload, WorkloadSpec, ZnsWrite,
 };
 use zns_device::StoreKind;
+use zns_target::TargetSpec;
 
 use crate::bench::{show_progress, Eta};
-use crate::{parse_host_stack, CliError, ProfileArgs};
+use crate::{host_stack_arg, set_overrides, size_arg, CliError};
 
 pub const CACHE_HELP: &str = "\
 Examples:
@@ -277,52 +278,39 @@ fn bar(show: bool, template: &str) -> Option<indicatif::ProgressBar> {
 
 impl CacheShape {
     fn device_spec(&self) -> Result<zns_cache::DeviceSpec, CliError> {
-        let array = match self.device.strip_prefix("raid:") {
-            Some(spec) => Some(
-                spec.parse::<zns_bench::target::RaidSpec>()
-                    .map_err(|e| CliError::Usage(format!("--device {}: {e}", self.device)))?,
-            ),
-            None => None,
-        };
-        let member = match &array {
-            Some(a) => {
-                let first = &a.members[0];
-                if let Some(other) = a.members.iter().find(|m| *m != first) {
-                    return Err(CliError::Usage(format!(
-                        "--device {}: the cache's arrays need identical members ({first} and {other})",
-                        self.device
-                    )));
-                }
-                first.clone()
+        let device = &self.device;
+        let target = TargetSpec::parse(device).map_err(|e| {
+            let msg = format!("--device {device}: {e}");
+            // a malformed array is a usage error, a profile that will not load bad input
+            if device.starts_with("raid:") {
+                CliError::Usage(msg)
+            } else {
+                CliError::Input(msg)
             }
-            None => self.device.clone(),
-        };
-        let profile = ProfileArgs {
-            profile: member,
-            set: self.set.clone(),
-            zones: None,
-            zone_cap_lbas: None,
-            max_open: None,
-            max_active: None,
+        })?;
+        if let TargetSpec::Raid(r) = &target {
+            let mut names = r.member_names();
+            let first = names.next().unwrap_or_default();
+            if let Some(other) = names.find(|m| *m != first) {
+                return Err(CliError::Usage(format!(
+                    "--device {device}: the cache's arrays need identical members ({first} and {other})"
+                )));
+            }
         }
-        .load()?;
-        let mut d = zns_cache::DeviceSpec::new(profile);
+        let target = target
+            .with_overrides(&set_overrides(&self.set)?)
+            .map_err(|e| CliError::Input(format!("--device {device}: {e}")))?;
+        let mut d = zns_cache::DeviceSpec::new(target);
         d.nsid = self.nsid;
-        d.array = array.map(|a| zns_cache::run::ArraySpec {
-            members: a.members.len(),
-            options: a.options,
-            member_stack: a.member_stack,
-            aggregate: a.aggregate,
-        });
         if let Some(r) = &self.region {
-            d.region_bytes = Some(parse_bytes(r).map_err(cache_err)?);
+            d.region_bytes = Some(size_arg("--region", r)?);
         }
         Ok(d)
     }
 
     fn config(&self) -> Result<CacheConfig, CliError> {
         Ok(CacheConfig {
-            chunk_bytes: parse_bytes(&self.chunk).map_err(cache_err)?,
+            chunk_bytes: size_arg("--chunk", &self.chunk)?,
             zones: self.zones,
             ..CacheConfig::default()
         })
@@ -350,9 +338,8 @@ fn run(a: RunArgs) -> Result<ExitCode, CliError> {
     cfg.io_bytes = a
         .io_size
         .as_deref()
-        .map(parse_bytes)
-        .transpose()
-        .map_err(cache_err)?;
+        .map(|s| size_arg("--io-size", s))
+        .transpose()?;
     cfg.io_depth = a.io_depth;
     cfg.verify = a.verify;
     dev.zns_write = match a.zns_write.as_str() {
@@ -364,7 +351,7 @@ fn run(a: RunArgs) -> Result<ExitCode, CliError> {
             )))
         }
     };
-    dev.host_stack = a.host_stack.as_deref().map(parse_host_stack).transpose()?;
+    dev.host_stack = a.host_stack.as_deref().map(host_stack_arg).transpose()?;
     dev.precondition = Precondition::parse(&a.precondition).map_err(cache_err)?;
     dev.discard = a.discard;
     if a.verify {

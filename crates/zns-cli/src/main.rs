@@ -110,16 +110,21 @@ struct ProfileArgs {
     max_active: Option<u32>,
 }
 
+/// `--set KEY=VALUE` arguments as profile overrides (TOML path, value).
+fn set_overrides(set: &[String]) -> Result<Vec<(String, String)>, CliError> {
+    set.iter()
+        .map(|kv| {
+            kv.split_once('=')
+                .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+                .ok_or_else(|| CliError::Usage(format!("--set {kv}: expected KEY=VALUE")))
+        })
+        .collect()
+}
+
 impl ProfileArgs {
     fn load(&self) -> Result<Profile, CliError> {
         let base = Profile::load(&self.profile).map_err(|e| CliError::Input(e.to_string()))?;
-        let mut overrides = Vec::new();
-        for kv in &self.set {
-            let (k, v) = kv
-                .split_once('=')
-                .ok_or_else(|| CliError::Usage(format!("--set {kv}: expected KEY=VALUE")))?;
-            overrides.push((k.trim().to_string(), v.trim().to_string()));
-        }
+        let mut overrides = set_overrides(&self.set)?;
         let zoned = base.first_zoned();
         let mut shortcut = |name: &str, key: &str, value: Option<String>| -> Result<(), CliError> {
             if let Some(v) = value {
@@ -420,15 +425,15 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
     }
 }
 
-fn parse_host_stack(s: &str) -> Result<HostStack, CliError> {
-    match s {
-        "spdk" => Ok(HostStack::Spdk),
-        "io-uring-none" | "none" => Ok(HostStack::IoUringNone),
-        "io-uring-mq-deadline" | "mq-deadline" => Ok(HostStack::IoUringMqDeadline),
-        other => Err(CliError::Usage(format!(
-            "--host-stack {other}: expected spdk, io-uring-none or io-uring-mq-deadline"
-        ))),
-    }
+/// A size argument (`zns_target::parse_bytes`, fio's rule), as a usage error.
+fn size_arg(option: &str, text: &str) -> Result<u64, CliError> {
+    zns_target::parse_bytes(text).map_err(|e| CliError::Usage(format!("{option}: {e}")))
+}
+
+/// A `--host-stack` argument (`HostStack`'s own parser), as a usage error.
+fn host_stack_arg(s: &str) -> Result<HostStack, CliError> {
+    s.parse()
+        .map_err(|e| CliError::Usage(format!("--host-stack: {e}")))
 }
 
 fn info(args: InfoArgs) -> Result<ExitCode, CliError> {
@@ -768,7 +773,7 @@ fn replay(args: ReplayArgs) -> Result<ExitCode, CliError> {
         .map_err(|e| CliError::Io(format!("{}: {e}", args.trace.display())))?;
     let commands = parse_trace(&text)
         .map_err(|e| CliError::Input(format!("{}: {e}", args.trace.display())))?;
-    let stack = parse_host_stack(&args.host_stack)?;
+    let stack = host_stack_arg(&args.host_stack)?;
     let mut rt = Runtime::new(args.seed);
     let ctrl = match &args.image {
         Some(path) => {

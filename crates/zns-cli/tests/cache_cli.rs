@@ -221,3 +221,25 @@ fn repro_runs_quick() {
     );
     assert!(s.contains("relocated"), "{s}");
 }
+
+/// One size rule (fio's) for `--chunk` and a `raid:` name's `chunk=`:
+/// `64KiB` is 64000 bytes in both, and both refuse it with the same reason
+/// and the binary spelling.
+#[test]
+fn kib_is_1000_bytes_for_the_cache_chunk_and_the_raid_chunk_alike() {
+    for args in [
+        ["--device", "tiny", "--chunk", "64KiB"],
+        ["--device", "raid:3xzn540,chunk=64KiB", "--chunk", "64k"],
+    ] {
+        let mut all = vec!["cache", "run", "--requests", "10"];
+        all.extend(args);
+        let o = zns(&all);
+        let err = text(&o.stderr);
+        assert!(matches!(code(&o), 2 | 3), "{args:?}: {err}");
+        assert!(
+            err.contains("chunk of 64000 bytes is not a non-zero multiple of the 4096-byte block"),
+            "{args:?}: {err}"
+        );
+        assert!(err.contains("did you mean 64k?"), "{args:?}: {err}");
+    }
+}

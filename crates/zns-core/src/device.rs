@@ -11,6 +11,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
 
@@ -67,6 +68,16 @@ pub trait ZonedDevice {
     /// NVM Flush: every write completed before the flush was submitted is durable
     /// when it completes.
     fn flush(&self) -> CmdFuture<'_, ()>;
+
+    /// True when the device serialises the writes to a zone itself, in the
+    /// order they were submitted, so a client may have several writes to one
+    /// zone in flight (a RAID array: its logical write pointer moves at
+    /// submission). False for an NVMe ZNS namespace, where a write must wait
+    /// until the one before it in the zone has completed (or go through a
+    /// host scheduler that orders them, or be a zone append).
+    fn orders_zone_writes(&self) -> bool {
+        false
+    }
 }
 
 /// A conventional (randomly writable) block device: the NVM command set without zones.
@@ -82,4 +93,62 @@ pub trait BlockDevice {
     /// Dataset Management deallocate (TRIM) of `nlb` blocks at `slba`.
     fn discard(&self, slba: u64, nlb: u64) -> CmdFuture<'_, ()>;
     fn flush(&self) -> CmdFuture<'_, ()>;
+}
+
+/// A shared device is the device (so `Rc<dyn ZonedDevice>` is a `ZonedDevice`).
+impl<D: ZonedDevice + ?Sized> ZonedDevice for Rc<D> {
+    fn config(&self) -> &ZonedConfig {
+        (**self).config()
+    }
+    fn report_zones(
+        &self,
+        start_lba: u64,
+        filter: ReportFilter,
+        max_zones: usize,
+    ) -> CmdFuture<'_, Vec<ZoneDescriptor>> {
+        (**self).report_zones(start_lba, filter, max_zones)
+    }
+    fn read<'a>(&'a self, slba: u64, buf: &'a mut [u8]) -> CmdFuture<'a, ()> {
+        (**self).read(slba, buf)
+    }
+    fn write<'a>(&'a self, slba: u64, data: &'a [u8], flags: IoFlags) -> CmdFuture<'a, ()> {
+        (**self).write(slba, data, flags)
+    }
+    fn append<'a>(&'a self, zslba: u64, data: &'a [u8], flags: IoFlags) -> CmdFuture<'a, u64> {
+        (**self).append(zslba, data, flags)
+    }
+    fn zone_send(&self, cmd: ZoneSendCmd) -> CmdFuture<'_, ()> {
+        (**self).zone_send(cmd)
+    }
+    fn flush(&self) -> CmdFuture<'_, ()> {
+        (**self).flush()
+    }
+    fn orders_zone_writes(&self) -> bool {
+        (**self).orders_zone_writes()
+    }
+}
+
+/// A shared device is the device (so `Rc<dyn BlockDevice>` is a `BlockDevice`).
+impl<D: BlockDevice + ?Sized> BlockDevice for Rc<D> {
+    fn lba_bytes(&self) -> u32 {
+        (**self).lba_bytes()
+    }
+    fn capacity_lbas(&self) -> u64 {
+        (**self).capacity_lbas()
+    }
+    fn max_transfer_lbas(&self) -> u32 {
+        (**self).max_transfer_lbas()
+    }
+    fn read<'a>(&'a self, slba: u64, buf: &'a mut [u8]) -> CmdFuture<'a, ()> {
+        (**self).read(slba, buf)
+    }
+    fn write<'a>(&'a self, slba: u64, data: &'a [u8], flags: IoFlags) -> CmdFuture<'a, ()> {
+        (**self).write(slba, data, flags)
+    }
+    fn discard(&self, slba: u64, nlb: u64) -> CmdFuture<'_, ()> {
+        (**self).discard(slba, nlb)
+    }
+    fn flush(&self) -> CmdFuture<'_, ()> {
+        (**self).flush()
+    }
 }

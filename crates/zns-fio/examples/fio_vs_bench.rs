@@ -17,7 +17,11 @@
 
 use std::path::PathBuf;
 
-use zns_fio::harness::{bench_json, group_bandwidths, with_global_options, workspace_root, Engine};
+#[path = "../tests/support/bench.rs"]
+mod bench;
+
+use bench::bench_json;
+use zns_fio::harness::{group_bandwidths, with_global_options, workspace_root, Engine};
 
 /// Examples run in one fio process, and which of its groups report which
 /// example.

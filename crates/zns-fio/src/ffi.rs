@@ -16,7 +16,7 @@ use std::sync::{Mutex, PoisonError};
 
 use crate::client::{describe_status, Client, IoKind};
 use crate::proto::{Geometry, Zone};
-use crate::server::{parse_host_stack, DeviceConfig, Server};
+use crate::server::{DeviceConfig, Server};
 
 /// The device as the shim sees it (all sizes in bytes).
 #[repr(C)]
@@ -152,7 +152,9 @@ fn setup(
         cfg.speed = speed;
     }
     if let Some(stack) = str_arg(host_stack).filter(|s| !s.is_empty()) {
-        cfg.host_stack = parse_host_stack(stack).map_err(|m| (libc::EINVAL, m))?;
+        cfg.host_stack = stack
+            .parse()
+            .map_err(|m| (libc::EINVAL, format!("znskit_host_stack={stack}: {m}")))?;
     }
     if seed != 0 {
         cfg.seed = seed;

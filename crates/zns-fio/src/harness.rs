@@ -3,7 +3,8 @@
 //! locating the fio binary and `libznskit_fio.so` that
 //! scripts/build-fio-engine built, rewriting a job file's `ioengine=` lines
 //! to the engine, and reading per-group bandwidth out of fio's JSON (which
-//! `zns bench` writes in the same layout).
+//! `zns bench` writes in the same layout; running `zns bench` itself is
+//! `tests/support/bench.rs`, as zns-bench is only a dev-dependency).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -186,23 +187,6 @@ pub fn group_bandwidths(json: &Json) -> Vec<GroupBandwidth> {
     }
     groups.sort_by_key(|g| g.groupid);
     groups
-}
-
-/// Runs job files (text, name) through `zns bench` in virtual time, one
-/// reporting group per file as fio does, and returns fio's JSON layout.
-pub fn bench_json(files: &[(String, String)], seed: u64) -> Result<Json, String> {
-    let mut all: Vec<zns_bench::job::JobSpec> = Vec::new();
-    for (text, name) in files {
-        let mut jobs =
-            zns_bench::job::parse_job_file(text, name).map_err(|e| format!("{name}: {e}"))?;
-        let base = all.last().map_or(0, |j| j.group + 1);
-        for j in &mut jobs {
-            j.group += base;
-        }
-        all.extend(jobs);
-    }
-    let report = zns_bench::run::run_jobs(&all, seed).map_err(|e| e.to_string())?;
-    Ok(report.to_fio_json())
 }
 
 #[cfg(test)]

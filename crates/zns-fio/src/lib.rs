@@ -1,7 +1,8 @@
 //! znskit's fio external ioengine (`ioengine=external:libznskit_fio.so`): the
 //! Rust half under the thin C shim `c/znskit_fio.c`. It serves an emulated
-//! device — any profile, a profile TOML or a device image, opened the way
-//! `zns bench` opens a `filename` — on the wall-clock-paced runtime, so fio
+//! device — any device name of zns-target (a profile, a profile TOML, a
+//! device image, a `raid:` array), opened as `zns bench` opens a `filename`
+//! — on the wall-clock-paced runtime, so fio
 //! measures the device's latencies in real time, and presents it to fio's zbd
 //! code as a host-managed zoned block device (zone report, reset, open-zone
 //! limit) with the errors the Linux block layer gives (EIO for a write off
@@ -10,8 +11,9 @@
 //! Modules: `proto` (wire format), `shm` (shared I/O memory and fd passing),
 //! `server` (the device thread and its socket), `client` (one fio job's
 //! connection), `ffi` (the C ABI and the per-process registry), `harness` (running real
-//! fio with the engine and `zns bench` on the same jobs, for the tests and
-//! scripts/fio-vs-bench). The design —
+//! fio with the engine for the tests and scripts/fio-vs-bench; `zns bench`
+//! on the same jobs is `tests/support/bench.rs`, zns-bench being a
+//! dev-dependency only). The design —
 //! one device server per fio run, started in fio's main process and reached
 //! by the forked job processes over a Unix socket, data in shared memory —
 //! is in docs/fio-engine.md.

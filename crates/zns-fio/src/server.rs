@@ -1,6 +1,6 @@
-//! The device server: one emulated device (opened from a fio `filename` the
-//! way `zns bench` opens it: a built-in profile, a profile TOML or a device
-//! image) running on zns-sim's wall-clock-paced runtime on its own OS thread,
+//! The device server: one device (opened from a fio `filename` by
+//! zns-target, as `zns bench` opens it: a built-in profile, a profile TOML,
+//! a device image or a `raid:` array) running on zns-sim's wall-clock-paced runtime on its own OS thread,
 //! reachable through an abstract Unix socket. fio's job processes are forked
 //! from the process that started the server, so every job of a run reaches
 //! the same device; each connection gets a reader thread that injects its
@@ -22,13 +22,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
-use zns_bench::target::{Devices, Target};
-use zns_core::{
-    NvmeError, NvmeStatus, ReportFilter, ZoneAction, ZoneSendCmd, ZoneState, ZonedDevice,
-};
+use zns_core::{NvmeError, NvmeStatus, ReportFilter, ZoneAction, ZoneSendCmd, ZoneState};
 use zns_sim::sync::Notify;
 use zns_sim::timing::HostStack;
 use zns_sim::{Handle, Remote, Runtime};
+use zns_target::{Devices, Target};
 
 use crate::proto::{Geometry, Op, Request, Response, Zone, REQUEST_BYTES};
 use crate::shm::{self, Region};
@@ -68,20 +66,6 @@ impl DeviceConfig {
 /// late on the machines measured (docs/fio-engine.md), so shorter waits
 /// spin.
 pub const DEFAULT_SPIN_NS: u64 = 100_000;
-
-/// Parses a host stack name (`spdk`, `io-uring-none`, `io-uring-mq-deadline`).
-pub fn parse_host_stack(name: &str) -> Result<HostStack, String> {
-    HostStack::ALL
-        .into_iter()
-        .find(|s| s.name() == name)
-        .ok_or_else(|| {
-            let names: Vec<&str> = HostStack::ALL.iter().map(|s| s.name()).collect();
-            format!(
-                "znskit_host_stack={name}: not a host stack (one of {})",
-                names.join(", ")
-            )
-        })
-}
 
 /// The errno the Linux NVMe driver and block layer give for an NVMe status
 /// (`nvme_error_status` then `blk_status_to_errno`): what fio would see from a
@@ -139,16 +123,10 @@ pub fn zone_cond(state: ZoneState) -> u32 {
     }
 }
 
-/// The target's zoned side as the `ZonedDevice` boundary: the one place to
-/// extend when `zns_bench::target` grows more zoned targets (a RAID array
-/// is a `ZonedDevice` too).
-fn zoned_device(target: &Target) -> Option<&dyn ZonedDevice> {
-    target.zoned().map(|z| z as &dyn ZonedDevice)
-}
-
 fn geometry_of(target: &Target) -> Geometry {
     let g = target.geometry();
-    let max_active_zones = zoned_device(target)
+    let max_active_zones = target
+        .zoned()
         .map(|z| u64::from(z.config().max_active_zones))
         .unwrap_or(0);
     Geometry {
@@ -160,7 +138,7 @@ fn geometry_of(target: &Target) -> Geometry {
         max_open_zones: u64::from(g.max_open_zones),
         max_active_zones,
         max_transfer_bytes: g.max_transfer_bytes,
-        zoned: zoned_device(target).is_some(),
+        zoned: target.zoned().is_some(),
     }
 }
 
@@ -204,7 +182,7 @@ pub async fn execute(
             Ok(Vec::new())
         }
         Op::Reset | Op::Finish => {
-            let zns = zoned_device(target).ok_or(Failure::errno(libc::EOPNOTSUPP))?;
+            let zns = target.zoned().ok_or(Failure::errno(libc::EOPNOTSUPP))?;
             if req.len_bytes == 0
                 || req.offset_bytes % geo.zone_bytes != 0
                 || req.len_bytes % geo.zone_bytes != 0
@@ -239,7 +217,7 @@ pub async fn execute(
             Ok(Vec::new())
         }
         Op::Report => {
-            let zns = zoned_device(target).ok_or(Failure::errno(libc::EOPNOTSUPP))?;
+            let zns = target.zoned().ok_or(Failure::errno(libc::EOPNOTSUPP))?;
             let mut out = Vec::new();
             if req.offset_bytes >= geo.capacity_bytes || req.count == 0 {
                 return Ok(out);
@@ -409,7 +387,7 @@ fn run_device(cfg: DeviceConfig, started: mpsc::Sender<Started>) {
             return;
         }
     };
-    target.set_host_stack(cfg.host_stack);
+    devices.set_host_stack(&cfg.filename, cfg.host_stack);
     let geo = geometry_of(&target);
     if geo.zoned && (geo.zone_bytes == 0 || geo.lba_bytes == 0) {
         let _ = started.send(Err(format!("{}: zero zone or LBA size", cfg.filename)));

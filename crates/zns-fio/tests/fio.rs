@@ -11,7 +11,11 @@
 
 use std::path::PathBuf;
 
-use zns_fio::harness::{bench_json, group_bandwidths, with_global_options, workspace_root, Engine};
+#[path = "support/bench.rs"]
+mod bench;
+
+use bench::bench_json;
+use zns_fio::harness::{group_bandwidths, with_global_options, workspace_root, Engine};
 
 /// fio runs one at a time: each is timed in real time on a small machine.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());

@@ -234,8 +234,9 @@ fn unknown_targets_and_bad_speeds_are_errors() {
     cfg.speed = 0.0;
     let err = Server::start(&cfg).err().expect("speed 0");
     assert!(err.contains("speed"), "{err}");
-    assert!(zns_fio::server::parse_host_stack("spdk").is_ok());
-    assert!(zns_fio::server::parse_host_stack("fast")
+    assert!("spdk".parse::<zns_sim::timing::HostStack>().is_ok());
+    assert!("fast"
+        .parse::<zns_sim::timing::HostStack>()
         .unwrap_err()
         .contains("io-uring-none"));
 }

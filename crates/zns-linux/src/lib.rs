@@ -28,12 +28,3 @@ pub use device::{
     status_from_errno, status_from_passthru, LinuxError, LinuxOptions, LinuxZoned,
     ZoneLimitSources, ZoneLimits,
 };
-
-/// Whether `name` names a Linux block device for the `zns` tools: a path
-/// under `/dev/`, or anything with the `linux:` prefix (which is stripped).
-pub fn device_path(name: &str) -> Option<&str> {
-    if let Some(p) = name.strip_prefix("linux:") {
-        return Some(p);
-    }
-    name.starts_with("/dev/").then_some(name)
-}

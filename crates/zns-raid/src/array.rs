@@ -1976,6 +1976,12 @@ impl ZonedDevice for RaidArray {
         &self.inner.cfg
     }
 
+    /// Writes to a logical zone are ordered at submission (the logical write
+    /// pointer moves there) and sent to the members in that order.
+    fn orders_zone_writes(&self) -> bool {
+        true
+    }
+
     fn report_zones(
         &self,
         start_lba: u64,

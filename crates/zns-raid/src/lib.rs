@@ -9,9 +9,12 @@
 //! (PP near the zone end, zone reset and finish logs). It also owns crash
 //! recovery (logical write pointers recomputed from member write pointers and
 //! WP logs, stripe buffers reloaded from the media), degraded reads with one
-//! member failed, rebuild onto a spare, and the crash-test harness
-//! (`crashtest`), and zone aggregation (`aggr`, for small-zone members such
-//! as the PM1731a). `docs/raid.md` describes the design and the on-media formats.
+//! member failed, rebuild onto a spare, the crash-test harness (`crashtest`,
+//! behind the `crashtest` feature: it runs arrays of emulated devices, so it
+//! alone needs zns-device), and zone aggregation (`aggr`, for small-zone
+//! members such as the PM1731a). Arrays are built over any `ZonedDevice`s;
+//! building one from device names is zns-target's. `docs/raid.md` describes
+//! the design and the on-media formats.
 //!
 //! Everything runs on the `zns_sim` runtime: no wall clock, no threads; the
 //! array's background work (ZRWA manager, sub-I/O submission) are tasks of the
@@ -19,7 +22,7 @@
 
 pub mod aggr;
 mod array;
-pub mod build;
+#[cfg(feature = "crashtest")]
 pub mod crashtest;
 pub mod layout;
 pub mod md;

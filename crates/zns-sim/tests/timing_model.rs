@@ -147,15 +147,20 @@ fn validation_names_the_field() {
 #[test]
 fn host_stack_names() {
     for s in HostStack::ALL {
-        assert_eq!(HostStack::from_name(s.name()), Some(s));
+        assert_eq!(s.name().parse(), Ok(s));
         let v: toml::Value = toml::Value::try_from(s).unwrap();
         assert_eq!(v.as_str(), Some(s.name()));
     }
     assert_eq!(
-        HostStack::from_name("io-uring-mq-deadline"),
-        Some(HostStack::IoUringMqDeadline)
+        "io-uring-mq-deadline".parse(),
+        Ok(HostStack::IoUringMqDeadline)
     );
-    assert_eq!(HostStack::from_name("kyber"), None);
+    assert_eq!("none".parse(), Ok(HostStack::IoUringNone));
+    let err = "kyber".parse::<HostStack>().unwrap_err();
+    assert!(
+        err.contains("spdk, io-uring-none, io-uring-mq-deadline"),
+        "{err}"
+    );
 }
 
 #[test]

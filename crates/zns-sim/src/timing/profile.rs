@@ -43,10 +43,29 @@ impl HostStack {
             HostStack::IoUringMqDeadline => "io-uring-mq-deadline",
         }
     }
+}
 
-    /// Parses a name as written in TOML / on the command line.
-    pub fn from_name(name: &str) -> Option<HostStack> {
-        HostStack::ALL.into_iter().find(|s| s.name() == name)
+/// The one parser of host-stack names: a stack's [`HostStack::name`], or the
+/// scheduler's name alone (`none`, `mq-deadline`) for the io_uring stacks.
+/// The error lists the valid names.
+impl std::str::FromStr for HostStack {
+    type Err = String;
+    fn from_str(text: &str) -> Result<HostStack, String> {
+        let name = match text.trim() {
+            "none" => "io-uring-none",
+            "mq-deadline" => "io-uring-mq-deadline",
+            other => other,
+        };
+        HostStack::ALL
+            .into_iter()
+            .find(|s| s.name() == name)
+            .ok_or_else(|| {
+                let names: Vec<&str> = HostStack::ALL.iter().map(|s| s.name()).collect();
+                format!(
+                    "{text:?} is not a host stack (one of {}; none and mq-deadline are short for the io-uring ones)",
+                    names.join(", ")
+                )
+            })
     }
 }
 

@@ -1,0 +1,227 @@
+//! `raid:` device names: [`RaidSpec`], a RAID array of emulated ZNS devices
+//! (its members' profiles, the array's options, the members' host stack and
+//! zone aggregation), and creating the array it describes: one emulated
+//! controller per member, each member's first zoned namespace (optionally
+//! aggregated, `zns_raid::aggr`), and a new array over them.
+
+use std::rc::Rc;
+
+use zns_core::ZonedDevice;
+use zns_device::{Controller, ControllerOptions, Profile, StoreKind};
+use zns_raid::{AggregatedZns, Policy, RaidArray, RaidOptions, Variant};
+use zns_sim::timing::HostStack;
+use zns_sim::Runtime;
+
+use crate::size::{check_whole_blocks, parse_bytes};
+
+/// A RAID array as a device name: `raid:` followed by comma-separated
+/// members and options (the grammar is in the crate docs and
+/// docs/targets.md). Example: `raid:5xzn540,variant=raizn+,chunk=64k`.
+#[derive(Debug, Clone)]
+pub struct RaidSpec {
+    /// Every member's profile, in array order.
+    pub members: Vec<Profile>,
+    pub options: RaidOptions,
+    /// Host stack of every member (default from the variant: mq-deadline for
+    /// raizn, raizn+ and z, none for the others).
+    pub member_stack: HostStack,
+    /// Zones of a member presented as one (1 = none).
+    pub aggregate: u32,
+}
+
+impl RaidSpec {
+    /// The members' names (their profiles' names), in array order.
+    pub fn member_names(&self) -> impl Iterator<Item = &str> {
+        self.members.iter().map(|p| p.name.as_str())
+    }
+
+    /// Creates the array on `rt`: opens one controller per member with
+    /// `store` (with `StoreKind::None` the members keep no data, so the
+    /// array is built timing-only: no parity computed, reads return zeros)
+    /// and formats the members. Errors name the member.
+    pub fn create(
+        &self,
+        rt: &mut Runtime,
+        store: StoreKind,
+    ) -> Result<(RaidArray, Vec<Controller>), String> {
+        let handle = rt.handle();
+        let mut ctrls = Vec::new();
+        let mut devs: Vec<Rc<dyn ZonedDevice>> = Vec::new();
+        for (i, profile) in self.members.iter().enumerate() {
+            let name = &profile.name;
+            let opts = ControllerOptions {
+                store,
+                host_stack: self.member_stack,
+            };
+            let c = Controller::new(&handle, profile.clone(), opts)
+                .map_err(|e| format!("member {i} ({name}): {e}"))?;
+            let z = c
+                .first_zoned()
+                .ok_or_else(|| format!("member {i} ({name}) has no zoned namespace"))?;
+            if i == 0 {
+                let lba_bytes = u64::from(z.config().lba_bytes);
+                check_whole_blocks("chunk", self.options.chunk_bytes, lba_bytes)?;
+            }
+            if self.aggregate > 1 {
+                let a = AggregatedZns::new(&handle, Rc::new(z), self.aggregate)
+                    .map_err(|e| format!("member {i} ({name}): {e}"))?;
+                devs.push(Rc::new(a));
+            } else {
+                devs.push(Rc::new(z));
+            }
+            ctrls.push(c);
+        }
+        let options = RaidOptions {
+            timing_only: self.options.timing_only || store == StoreKind::None,
+            ..self.options
+        };
+        let array = rt
+            .block_on(RaidArray::create(&handle, devs, options))
+            .map_err(|e| e.to_string())?;
+        Ok((array, ctrls))
+    }
+}
+
+/// The members' host stack a variant implies: mq-deadline for the variants
+/// whose members run behind its per-zone write lock, none for the others.
+fn default_member_stack(variant: Variant) -> HostStack {
+    if variant.members_mq_deadline() {
+        HostStack::IoUringMqDeadline
+    } else {
+        HostStack::IoUringNone
+    }
+}
+
+/// The array's name in reports: `raid:5xzn540,variant=zraid,chunk=65536`
+/// (members listed one by one when they differ).
+impl std::fmt::Display for RaidSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.member_names().collect();
+        f.write_str("raid:")?;
+        match names.first() {
+            Some(first) if names.iter().all(|n| n == first) => {
+                write!(f, "{}x{first}", names.len())?
+            }
+            _ => f.write_str(&names.join(","))?,
+        }
+        write!(
+            f,
+            ",variant={},chunk={}",
+            self.options.variant, self.options.chunk_bytes
+        )?;
+        if self.aggregate > 1 {
+            write!(f, ",aggregate={}", self.aggregate)?;
+        }
+        Ok(())
+    }
+}
+
+/// Parses what follows `raid:`; members are loaded as profiles (built-in
+/// names or TOML files).
+impl std::str::FromStr for RaidSpec {
+    type Err = String;
+    fn from_str(s: &str) -> Result<RaidSpec, String> {
+        let mut members = Vec::new();
+        let mut options = RaidOptions::default();
+        let mut stack: Option<HostStack> = None;
+        let mut aggregate = 1u32;
+        for item in s.split(',').map(str::trim).filter(|x| !x.is_empty()) {
+            if let Some((k, v)) = item.split_once('=') {
+                let v = v.trim();
+                match k.trim() {
+                    "variant" => options.variant = v.parse::<Variant>()?,
+                    "chunk" => {
+                        options.chunk_bytes = parse_bytes(v)
+                            .map_err(|e| format!("chunk={v}: {e}"))
+                            .and_then(|b| match b {
+                                0 => Err(format!("chunk={v}: a chunk is not empty")),
+                                b => Ok(b),
+                            })?
+                    }
+                    "policy" => options.policy = v.parse::<Policy>()?,
+                    "stack" => {
+                        stack = Some(v.parse().map_err(|e| format!("stack={v}: {e}"))?)
+                    }
+                    "aggregate" => {
+                        aggregate = v
+                            .parse()
+                            .ok()
+                            .filter(|&k| (1..=64).contains(&k))
+                            .ok_or_else(|| format!("aggregate={v}: expected 1..=64 zones"))?
+                    }
+                    "worker_ns" => {
+                        options.worker_ns_per_write = v
+                            .parse()
+                            .map_err(|_| format!("worker_ns={v}: not a number of ns"))?
+                    }
+                    other => {
+                        return Err(format!(
+                            "unknown RAID option {other:?} (options: variant, chunk, policy, stack, aggregate, worker_ns)"
+                        ))
+                    }
+                }
+                continue;
+            }
+            let (count, name) = match item.split_once(['x', '*']) {
+                Some((n, name)) if !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()) => {
+                    let n: usize = n.parse().map_err(|_| format!("{item}: bad count"))?;
+                    (n, name.trim())
+                }
+                _ => (1, item),
+            };
+            if count == 0 || count > 64 || name.is_empty() {
+                return Err(format!("{item}: expected NxDEVICE with 1 ≤ N ≤ 64"));
+            }
+            let index = members.len();
+            if name.starts_with("raid:") {
+                return Err(format!("member {index}: an array cannot be a member"));
+            }
+            let profile =
+                Profile::load(name).map_err(|e| format!("member {index} ({name}): {e}"))?;
+            members.extend(std::iter::repeat(profile).take(count));
+        }
+        if members.is_empty() {
+            return Err(
+                "no members (e.g. raid:5xzn540 or raid:zn540,zn540,zn540,variant=raizn+)".into(),
+            );
+        }
+        Ok(RaidSpec {
+            members,
+            member_stack: stack.unwrap_or(default_member_stack(options.variant)),
+            options,
+            aggregate,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn raid_specs_parse_members_and_options() {
+        let s: RaidSpec = "5xzn540,variant=raizn+,chunk=64k".parse().unwrap();
+        assert_eq!(s.member_names().collect::<Vec<_>>(), vec!["zn540"; 5]);
+        assert_eq!(s.options.variant, Variant::RaiznPlus);
+        assert_eq!(s.options.chunk_bytes, 65536);
+        assert_eq!(s.member_stack, HostStack::IoUringMqDeadline);
+        assert_eq!(s.to_string(), "raid:5xzn540,variant=raizn+,chunk=65536");
+        let s: RaidSpec = "tiny,tiny,tiny,policy=chunk,stack=spdk".parse().unwrap();
+        assert_eq!(s.members.len(), 3);
+        assert_eq!(s.options.policy, Policy::Chunk);
+        assert_eq!(s.options.variant, Variant::Zraid);
+        assert_eq!(s.member_stack, HostStack::Spdk);
+        for bad in [
+            "",
+            "variant=zraid",
+            "5xzn540,foo=1",
+            "0xzn540",
+            "5xzn540,chunk=x",
+            "5xzn540,chunk=0",
+            "3xno-such-profile",
+            "zn540,raid:3xzn540",
+        ] {
+            assert!(bad.parse::<RaidSpec>().is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,140 @@
+//! The one size rule of znskit: fio's (`kb_base=1024`, its default). Every
+//! size in a device name, a job file or a command-line option is parsed here.
+//!
+//! | suffix | bytes |
+//! |---|---|
+//! | none, `b` | 1 |
+//! | `k`, `K`, `kb`, `KB` | 1024 |
+//! | `KiB`, `ki` | 1000 |
+//! | `m`, `MB` / `MiB` | 1024² / 1000² (and so on for `g`, `t`, `p`) |
+//! | `0x…` | hexadecimal bytes |
+//!
+//! The binary-looking `KiB` meaning 1000 is fio's compatibility mode, kept
+//! so that job files mean what they mean under fio. A size that comes out
+//! as a decimal count where whole blocks are needed (`64KiB` = 64000) is
+//! refused by [`check_whole_blocks`], which says why and suggests `64k`.
+
+/// Splits `s` into its leading decimal digits and the rest.
+pub fn split_number(s: &str) -> (&str, &str) {
+    let end = s
+        .char_indices()
+        .find(|(_, c)| !c.is_ascii_digit())
+        .map_or(s.len(), |(i, _)| i);
+    s.split_at(end)
+}
+
+/// Bytes per unit of a size suffix (case-insensitive), `None` if unknown.
+fn bytes_per_unit(suffix: &str) -> Option<u64> {
+    // kb_base=1024 (fio's default): k/kb = 1024^n; ki/kib = 1000^n.
+    let s = suffix.to_ascii_lowercase();
+    let s = s.as_str();
+    let (letter, rest) = match s.chars().next() {
+        None => return Some(1),
+        Some(c) => (c, &s[c.len_utf8()..]),
+    };
+    if letter == 'b' && rest.is_empty() {
+        return Some(1);
+    }
+    let pow = match letter {
+        'k' => 1,
+        'm' => 2,
+        'g' => 3,
+        't' => 4,
+        'p' => 5,
+        _ => return None,
+    };
+    let base: u64 = match rest {
+        "" | "b" => 1024,
+        "i" | "ib" => 1000,
+        _ => return None,
+    };
+    base.checked_pow(pow)
+}
+
+/// Bytes from a size under fio's rule: a whole number with an optional
+/// suffix (`64k` = 65536, `64KiB` = 64000, `1g`), or `0x` hexadecimal.
+/// The error says what is wrong with `text`.
+pub fn parse_bytes(text: &str) -> Result<u64, String> {
+    let s = text.trim();
+    if let Some(hex) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        return u64::from_str_radix(hex, 16)
+            .map_err(|_| format!("size {text:?}: not a hexadecimal number"));
+    }
+    let (digits, suffix) = split_number(s);
+    if digits.is_empty() {
+        return Err(format!(
+            "size {text:?}: not a whole number of bytes with an optional unit (k, m, g, t, p)"
+        ));
+    }
+    let unit = bytes_per_unit(suffix.trim()).ok_or_else(|| {
+        format!(
+            "size {text:?}: unknown unit (fio's: k/KB = 1024, KiB = 1000, and m, g, t, p alike)"
+        )
+    })?;
+    digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(unit))
+        .ok_or_else(|| format!("size {text:?}: too large"))
+}
+
+/// Checks that `bytes`, the size given for `what`, is a non-zero whole
+/// number of `block_bytes`-byte blocks. The error says why, and for a size
+/// that is a whole number of decimal units (fio's `KiB` = 1000) suggests
+/// the binary spelling: `64KiB` is 64000 bytes, `64k` is 65536.
+pub fn check_whole_blocks(what: &str, bytes: u64, block_bytes: u64) -> Result<(), String> {
+    if block_bytes == 0 || (bytes > 0 && bytes % block_bytes == 0) {
+        return Ok(());
+    }
+    let mut msg = format!(
+        "{what} of {bytes} bytes is not a non-zero multiple of the {block_bytes}-byte block"
+    );
+    let decimal = [
+        (1_000_000_000_000u64, 't'),
+        (1_000_000_000, 'g'),
+        (1_000_000, 'm'),
+        (1000, 'k'),
+    ]
+    .into_iter()
+    .find(|&(unit, _)| bytes > 0 && bytes % unit == 0);
+    if let Some((unit, letter)) = decimal {
+        let n = bytes / unit;
+        msg += &format!(
+            " (sizes follow fio's rule: KiB, MiB, … are powers of 1000, k, KB, m, MB, … powers of 1024; did you mean {n}{letter}?)"
+        );
+    }
+    Err(msg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fio_units() {
+        assert_eq!(parse_bytes("4096"), Ok(4096));
+        assert_eq!(parse_bytes("64k"), Ok(65536));
+        assert_eq!(parse_bytes("64K"), Ok(65536));
+        assert_eq!(parse_bytes("64KB"), Ok(65536));
+        assert_eq!(parse_bytes("64KiB"), Ok(64000));
+        assert_eq!(parse_bytes("1MiB"), Ok(1_000_000));
+        assert_eq!(parse_bytes("2g"), Ok(2 << 30));
+        assert_eq!(parse_bytes("0x1000"), Ok(4096));
+        assert_eq!(parse_bytes(" 8 k "), Ok(8192));
+        for bad in ["", "k", "12q", "0.3k", "99999999999t", "-1k"] {
+            assert!(parse_bytes(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_decimal_size_that_is_not_whole_blocks_suggests_the_binary_one() {
+        assert_eq!(check_whole_blocks("chunk", 65536, 4096), Ok(()));
+        let e = check_whole_blocks("chunk", parse_bytes("64KiB").unwrap(), 4096).unwrap_err();
+        assert!(e.contains("64000 bytes"), "{e}");
+        assert!(e.contains("4096-byte block"), "{e}");
+        assert!(e.contains("did you mean 64k?"), "{e}");
+        let e = check_whole_blocks("chunk", 100, 4096).unwrap_err();
+        assert!(!e.contains("did you mean"), "{e}");
+        assert!(check_whole_blocks("chunk", 0, 4096).is_err());
+    }
+}
