@@ -1,50 +1,26 @@
-//! Running a decoded request on a served device in virtual time, and what
-//! the kernel gets back: the bytes to copy to it (read data, a zone report),
-//! the completion value, the LBA an append landed at, or the errno Linux's
-//! NVMe driver would give for the NVMe status (with the status, for logs).
-//! Runs on the runtime's thread; nothing here makes a system call.
+//! Running a decoded request on a served device (a `zns_target::Target`)
+//! in virtual time, and what the kernel gets back: the bytes to copy to it
+//! (read data, a zone report), the completion value, the LBA an append
+//! landed at, or the errno Linux's NVMe driver would give for the NVMe
+//! status (with the status, for logs). Runs on the runtime's thread;
+//! nothing here makes a system call.
 
-use std::rc::Rc;
-
-use zns_core::{
-    BlockDevice, IoFlags, NvmeError, NvmeStatus, ReportFilter, ZoneAction, ZoneSendCmd, ZonedDevice,
-};
+use zns_core::{IoFlags, NvmeError, NvmeStatus, ReportFilter, ZoneAction, ZoneSendCmd};
+use zns_target::Target;
 
 use crate::request::{Request, BLK_ZONE_BYTES, SECTOR_BYTES};
 
-/// A device being served.
-#[derive(Clone)]
-pub enum Served {
-    /// A zoned namespace or array: a host-managed zoned block device.
-    Zoned(Rc<dyn ZonedDevice>),
-    /// A conventional namespace: a regular block device with discard.
-    Block(Rc<dyn BlockDevice>),
+/// The device numbers a request needs, in LBAs.
+struct Shape {
+    lba_bytes: u64,
+    max_transfer_lbas: u64,
 }
 
-impl Served {
-    /// Logical block size in bytes.
-    pub fn lba_bytes(&self) -> u64 {
-        match self {
-            Served::Zoned(z) => u64::from(z.config().lba_bytes),
-            Served::Block(b) => u64::from(b.lba_bytes()),
-        }
-    }
-
-    /// Largest transfer of one device command, in LBAs.
-    pub fn max_transfer_lbas(&self) -> u64 {
-        match self {
-            Served::Zoned(z) => u64::from(z.config().max_transfer_lbas),
-            Served::Block(b) => u64::from(b.max_transfer_lbas()),
-        }
-        .max(1)
-    }
-
-    /// Capacity in LBAs.
-    pub fn capacity_lbas(&self) -> u64 {
-        match self {
-            Served::Zoned(z) => z.config().total_lbas(),
-            Served::Block(b) => b.capacity_lbas(),
-        }
+fn shape(dev: &Target) -> Shape {
+    let g = dev.geometry();
+    Shape {
+        lba_bytes: g.lba_bytes,
+        max_transfer_lbas: (g.max_transfer_bytes / g.lba_bytes).max(1),
     }
 }
 
@@ -91,19 +67,22 @@ fn not_zoned() -> Failure {
 }
 
 /// Runs `req` on `dev`; `payload` holds a write's or an append's data.
-pub async fn execute(dev: &Served, req: Request, payload: &[u8]) -> Result<Done, Failure> {
-    let lba_bytes = dev.lba_bytes();
+pub async fn execute(dev: &Target, req: Request, payload: &[u8]) -> Result<Done, Failure> {
+    let Shape {
+        lba_bytes,
+        max_transfer_lbas,
+    } = shape(dev);
     let bytes = |nlb: u64| -> Result<u32, Failure> {
         u32::try_from(nlb * lba_bytes).map_err(|_| Failure::errno(libc::EINVAL))
     };
     match req {
         Request::Read { slba, nlb } => {
             let mut data = vec![0u8; (nlb * lba_bytes) as usize];
-            for (at, chunk) in chunks(slba, nlb, dev.max_transfer_lbas()) {
+            for (at, chunk) in chunks(slba, nlb, max_transfer_lbas) {
                 let range = byte_range(at - slba, chunk, lba_bytes);
                 match dev {
-                    Served::Zoned(z) => z.read(at, &mut data[range]).await?,
-                    Served::Block(b) => b.read(at, &mut data[range]).await?,
+                    Target::Zoned(z) => z.read(at, &mut data[range]).await?,
+                    Target::Block(b) => b.read(at, &mut data[range]).await?,
                 }
             }
             Ok(Done {
@@ -123,11 +102,11 @@ pub async fn execute(dev: &Served, req: Request, payload: &[u8]) -> Result<Done,
             })
         }
         Request::WriteZeroes { slba, nlb, fua } => {
-            let Served::Block(_) = dev else {
+            let Target::Block(_) = dev else {
                 return Err(Failure::errno(libc::EOPNOTSUPP));
             };
-            let zeros = vec![0u8; (nlb.min(dev.max_transfer_lbas()) * lba_bytes) as usize];
-            for (at, chunk) in chunks(slba, nlb, dev.max_transfer_lbas()) {
+            let zeros = vec![0u8; (nlb.min(max_transfer_lbas) * lba_bytes) as usize];
+            for (at, chunk) in chunks(slba, nlb, max_transfer_lbas) {
                 let data = &zeros[..(chunk * lba_bytes) as usize];
                 write_chunks(dev, at, chunk, data, IoFlags::with_fua(fua)).await?;
             }
@@ -135,17 +114,17 @@ pub async fn execute(dev: &Served, req: Request, payload: &[u8]) -> Result<Done,
         }
         Request::Flush => {
             match dev {
-                Served::Zoned(z) => z.flush().await?,
-                Served::Block(b) => b.flush().await?,
+                Target::Zoned(z) => z.flush().await?,
+                Target::Block(b) => b.flush().await?,
             }
             Ok(Done::default())
         }
         Request::Discard { slba, nlb } => match dev {
-            Served::Block(b) => {
+            Target::Block(b) => {
                 b.discard(slba, nlb).await?;
                 Ok(Done::default())
             }
-            Served::Zoned(_) => Err(Failure::errno(libc::EOPNOTSUPP)),
+            Target::Zoned(_) => Err(Failure::errno(libc::EOPNOTSUPP)),
         },
         Request::ZoneOpen { zslba } => {
             zone_send(dev, ZoneAction::Open { zrwa: false }, zslba).await
@@ -154,7 +133,7 @@ pub async fn execute(dev: &Served, req: Request, payload: &[u8]) -> Result<Done,
         Request::ZoneFinish { zslba } => zone_send(dev, ZoneAction::Finish, zslba).await,
         Request::ZoneReset { zslba } => zone_send(dev, ZoneAction::Reset, zslba).await,
         Request::ZoneResetAll => {
-            let Served::Zoned(z) = dev else {
+            let Target::Zoned(z) = dev else {
                 return Err(not_zoned());
             };
             z.zone_send(ZoneSendCmd {
@@ -166,7 +145,7 @@ pub async fn execute(dev: &Served, req: Request, payload: &[u8]) -> Result<Done,
             Ok(Done::default())
         }
         Request::ZoneAppend { zslba, nlb, fua } => {
-            let Served::Zoned(z) = dev else {
+            let Target::Zoned(z) = dev else {
                 return Err(not_zoned());
             };
             if payload.len() as u64 != nlb * lba_bytes {
@@ -180,7 +159,7 @@ pub async fn execute(dev: &Served, req: Request, payload: &[u8]) -> Result<Done,
             })
         }
         Request::ReportZones { zslba, zones } => {
-            let Served::Zoned(z) = dev else {
+            let Target::Zoned(z) = dev else {
                 return Err(not_zoned());
             };
             let cfg = z.config();
@@ -207,8 +186,8 @@ pub async fn execute(dev: &Served, req: Request, payload: &[u8]) -> Result<Done,
     }
 }
 
-async fn zone_send(dev: &Served, action: ZoneAction, zslba: u64) -> Result<Done, Failure> {
-    let Served::Zoned(z) = dev else {
+async fn zone_send(dev: &Target, action: ZoneAction, zslba: u64) -> Result<Done, Failure> {
+    let Target::Zoned(z) = dev else {
         return Err(not_zoned());
     };
     z.zone_send(ZoneSendCmd {
@@ -223,18 +202,21 @@ async fn zone_send(dev: &Served, action: ZoneAction, zslba: u64) -> Result<Done,
 /// Writes `nlb` blocks of `data` at `slba`, one device command per
 /// `max_transfer_lbas`, in order (a zoned device sees them at its WP in turn).
 async fn write_chunks(
-    dev: &Served,
+    dev: &Target,
     slba: u64,
     nlb: u64,
     data: &[u8],
     flags: IoFlags,
 ) -> Result<(), Failure> {
-    let lba_bytes = dev.lba_bytes();
-    for (at, chunk) in chunks(slba, nlb, dev.max_transfer_lbas()) {
+    let Shape {
+        lba_bytes,
+        max_transfer_lbas,
+    } = shape(dev);
+    for (at, chunk) in chunks(slba, nlb, max_transfer_lbas) {
         let part = &data[byte_range(at - slba, chunk, lba_bytes)];
         match dev {
-            Served::Zoned(z) => z.write(at, part, flags).await?,
-            Served::Block(b) => b.write(at, part, flags).await?,
+            Target::Zoned(z) => z.write(at, part, flags).await?,
+            Target::Block(b) => b.write(at, part, flags).await?,
         }
     }
     Ok(())

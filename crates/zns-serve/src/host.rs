@@ -14,9 +14,10 @@ use std::thread::JoinHandle;
 use zns_sim::sync::Notify;
 use zns_sim::{Handle, Remote, Runtime};
 
-use crate::exec::{execute, Done, Failure, Served};
+use crate::exec::{execute, Done, Failure};
 use crate::params::{geometry, Geometry, GeometryError};
 use crate::request::Request;
+use zns_target::Target;
 
 /// How the runtime runs.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -34,7 +35,7 @@ pub struct HostConfig {
 /// dropped on the runtime's thread when the host stops, so an image saves
 /// its zone table.
 pub struct Opened {
-    pub served: Vec<(String, Served)>,
+    pub served: Vec<(String, Target)>,
     pub keep_alive: Box<dyn Any>,
 }
 
@@ -64,7 +65,7 @@ pub struct HostedDevice {
 
 thread_local! {
     /// The devices of the host whose runtime runs on this thread.
-    static SERVED: RefCell<Vec<Served>> = const { RefCell::new(Vec::new()) };
+    static SERVED: RefCell<Vec<Target>> = const { RefCell::new(Vec::new()) };
 }
 
 /// The running runtime thread. Dropping it stops the runtime and closes the

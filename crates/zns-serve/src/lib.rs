@@ -19,7 +19,7 @@ pub mod params;
 pub mod request;
 pub mod ublk;
 
-pub use exec::{Done, Failure, Served};
+pub use exec::{Done, Failure};
 pub use host::{Host, HostConfig, HostError, HostedDevice, Link, Opened};
 pub use params::{Geometry, GeometryError, ZonedGeometry};
 pub use ublk::{UblkDevice, UblkOptions, UblkSetupError};

@@ -6,8 +6,8 @@
 use libublk::sys;
 use serde::Serialize;
 
-use crate::exec::Served;
 use crate::request::SECTOR_BYTES;
+use zns_target::Target;
 
 /// A served device's geometry as the kernel sees it (plain numbers, so it
 /// can leave the runtime's thread; printed by `zns serve --json`).
@@ -53,16 +53,19 @@ pub enum GeometryError {
 
 /// The geometry of `dev` for a server whose request buffers hold
 /// `io_buf_bytes`.
-pub fn geometry(dev: &Served, io_buf_bytes: u32) -> Result<Geometry, GeometryError> {
-    let lba_bytes = dev.lba_bytes();
+pub fn geometry(dev: &Target, io_buf_bytes: u32) -> Result<Geometry, GeometryError> {
+    let g = dev.geometry();
+    let lba_bytes = g.lba_bytes;
     if !lba_bytes.is_power_of_two() || !(512..=4096).contains(&lba_bytes) {
         return Err(GeometryError::BlockSize(lba_bytes));
     }
-    let max_io_bytes =
-        (dev.max_transfer_lbas() * lba_bytes).min(u64::from(io_buf_bytes) / lba_bytes * lba_bytes);
+    let max_io_bytes = g
+        .max_transfer_bytes
+        .max(lba_bytes)
+        .min(u64::from(io_buf_bytes) / lba_bytes * lba_bytes);
     let zoned = match dev {
-        Served::Block(_) => None,
-        Served::Zoned(z) => {
+        Target::Block(_) => None,
+        Target::Zoned(z) => {
             let c = z.config();
             let zones = u64::from(c.zone_count);
             if zones == 0 {
@@ -89,7 +92,7 @@ pub fn geometry(dev: &Served, io_buf_bytes: u32) -> Result<Geometry, GeometryErr
     };
     Ok(Geometry {
         lba_bytes,
-        capacity_bytes: dev.capacity_lbas() * lba_bytes,
+        capacity_bytes: g.capacity_bytes,
         max_io_bytes,
         zoned,
     })

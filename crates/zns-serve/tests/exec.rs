@@ -10,11 +10,12 @@ use zns_device::{Controller, ControllerOptions, Profile, StoreKind};
 use zns_serve::exec::execute;
 use zns_serve::params::{geometry, ublk_params, GeometryError};
 use zns_serve::request::{decode, IoDesc, Request, BLK_ZONE_BYTES};
-use zns_serve::{Done, Failure, Served};
+use zns_serve::{Done, Failure};
 use zns_sim::timing::HostStack;
 use zns_sim::Runtime;
+use zns_target::Target;
 
-fn tiny(rt: &Runtime, overrides: &[(&str, &str)]) -> (Controller, Served) {
+fn tiny(rt: &Runtime, overrides: &[(&str, &str)]) -> (Controller, Target) {
     let o: Vec<(String, String)> = overrides
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -33,10 +34,10 @@ fn tiny(rt: &Runtime, overrides: &[(&str, &str)]) -> (Controller, Served) {
     )
     .unwrap();
     let z = Rc::new(c.first_zoned().unwrap()) as Rc<dyn ZonedDevice>;
-    (c, Served::Zoned(z))
+    (c, Target::Zoned(z))
 }
 
-fn run(rt: &mut Runtime, dev: &Served, req: Request, payload: &[u8]) -> Result<Done, Failure> {
+fn run(rt: &mut Runtime, dev: &Target, req: Request, payload: &[u8]) -> Result<Done, Failure> {
     rt.block_on(execute(dev, req, payload))
 }
 

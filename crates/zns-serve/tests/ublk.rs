@@ -14,9 +14,10 @@ use zns_core::{
 };
 use zns_device::{Controller, ControllerOptions, Profile, StoreKind};
 use zns_linux::{LinuxOptions, LinuxZoned};
-use zns_serve::{Host, HostConfig, Opened, Served, UblkDevice, UblkOptions};
+use zns_serve::{Host, HostConfig, Opened, UblkDevice, UblkOptions};
 use zns_sim::timing::HostStack;
 use zns_sim::Runtime;
+use zns_target::Target;
 
 fn ublk_available(test: &str) -> bool {
     if Path::new("/dev/ublk-control").exists() {
@@ -51,7 +52,7 @@ fn serve_tiny() -> (Host, UblkDevice) {
             .map_err(|e| e.to_string())?;
             let z = Rc::new(c.first_zoned().ok_or("no zoned namespace")?) as Rc<dyn ZonedDevice>;
             Ok(Opened {
-                served: vec![("tiny".into(), Served::Zoned(z))],
+                served: vec![("tiny".into(), Target::Zoned(z))],
                 keep_alive: Box::new(c),
             })
         },
