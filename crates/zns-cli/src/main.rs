@@ -12,6 +12,7 @@ mod export;
 mod fidelity;
 mod output;
 mod raid;
+mod serve;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -41,6 +42,7 @@ Examples:
   zns repro zraid --fig 7,8 --quick        the ZRAID paper's figures (5 x ZN540 arrays)
   zns export-zones dev.img --libzbd-dump dev_zone_info.dump
                                            its zones for Debian's `zbd report FILE`
+  sudo zns serve zn540 --zones 64          the emulated ZN540 as /dev/ublkbN (ublk, Linux >= 6.6)
 
 Exit codes: 0 ok, 1 the device rejected a command, 2 wrong arguments,
 3 bad profile/trace/image/job file, 4 file I/O error.";
@@ -85,6 +87,9 @@ enum Command {
     Raid(raid::RaidCommand),
     /// Write an image's zones in another tool's format: libzbd's zone dump (`zbd report FILE`).
     ExportZones(export::ExportZonesArgs),
+    /// Serve emulated devices (profiles, images, RAID arrays) as Linux block devices through ublk until SIGINT/SIGTERM: zoned namespaces as host-managed zoned devices. Needs Linux >= 6.6, ublk_drv, root.
+    #[command(after_help = serve::SERVE_HELP)]
+    Serve(serve::ServeArgs),
 }
 
 /// Which profile, with overrides.
@@ -422,6 +427,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Repro(cmd) => cache::repro_cmd(cmd),
         Command::Raid(cmd) => raid::raid(cmd),
         Command::ExportZones(args) => export::export_zones(args),
+        Command::Serve(args) => serve::serve(args),
     }
 }
 

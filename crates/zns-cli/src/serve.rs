@@ -1,0 +1,346 @@
+//! `zns serve`: emulated devices as Linux block devices through ublk
+//! (zns-serve, docs/serve.md). Checks the environment (ublk_drv, kernel,
+//! root) first, opens the targets on the paced runtime thread, adds one
+//! ublk device per namespace, prints their paths and geometry, and serves
+//! until SIGINT or SIGTERM, then removes every device it added.
+
+use std::process::ExitCode;
+use std::rc::Rc;
+
+use clap::Args;
+use serde_json::json;
+use zns_device::StoreKind;
+use zns_serve::{Host, HostConfig, HostedDevice, Opened, UblkDevice, UblkOptions};
+use zns_sim::timing::HostStack;
+use zns_target::{open, OpenOptions, OpenedDevice, TargetSpec};
+
+use crate::{host_stack_arg, set_overrides, CliError};
+
+pub const SERVE_HELP: &str = "\
+Each TARGET is a device name as everywhere in zns (docs/targets.md): a
+built-in profile (zn540, zn540-cns, sn540, tiny, ...), a profile TOML file,
+a device image made by `zns create` (its zones and data persist across
+runs; FUA and flushed writes survive a kill -9 of the server), or a RAID
+array (raid:5xzn540,variant=zraid). Every namespace of an emulated
+controller becomes one device: a zoned namespace a host-managed zoned block
+device (/dev/ublkbN: zone report, open, close, finish, reset, append, flush,
+FUA; the geometry and limits of the profile), a conventional namespace a
+regular block device with discard. Profiles and arrays keep their data in
+memory for the life of the server.
+
+Needs Linux >= 6.6 with the ublk_drv module loaded (modprobe ublk_drv) and
+root. Timing follows the emulated device paced to the wall clock
+(--speed F: F times real time); ZRWA and NVMe passthrough are not carried by
+the block layer (docs/serve.md).
+
+Examples:
+  sudo zns serve zn540 --zones 64                one ZN540 with 64 zones
+  sudo mkfs.btrfs -O zoned -d single -m single /dev/ublkb0
+  sudo zns serve zn540-cns --zones 64            F2FS: metadata on the
+  sudo mkfs.f2fs -m -c /dev/ublkb1 /dev/ublkb0   conventional namespace
+  sudo zns serve raid:5xzn540 --zones 32 --json  a ZRAID array as one device
+  sudo zns serve dev.img                         an image keeps its data";
+
+#[derive(Args)]
+pub struct ServeArgs {
+    /// Devices to serve: profile names, profile TOML files, device images, raid:… arrays.
+    #[arg(required = true, value_name = "TARGET")]
+    targets: Vec<String>,
+    /// Number of zones of each profile's first zoned namespace (each array member's).
+    #[arg(long)]
+    zones: Option<u32>,
+    /// Override any profile value by its TOML path, e.g. --set namespace.0.max_open_zones=8 (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
+    /// Pacing: the emulated device runs at F times real time (0.5 = half speed).
+    #[arg(long, default_value_t = 1.0, value_name = "F")]
+    speed: f64,
+    /// Host stack whose overheads the emulated device adds (spdk, io-uring-none, io-uring-mq-deadline).
+    #[arg(long, default_value = "io-uring-none", value_name = "STACK")]
+    host_stack: String,
+    /// Requests in flight per device (the ublk queue depth).
+    #[arg(long, default_value_t = 64, value_name = "N")]
+    queue_depth: u16,
+    /// The runtime's seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Print the devices as one JSON document (then serve).
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn serve(args: ServeArgs) -> Result<ExitCode, CliError> {
+    let host_stack = host_stack_arg(&args.host_stack)?;
+    if !(args.speed.is_finite() && args.speed > 0.0) {
+        return Err(CliError::Usage(format!(
+            "--speed {}: must be a positive number",
+            args.speed
+        )));
+    }
+    if args.queue_depth == 0 || args.queue_depth > 4096 {
+        return Err(CliError::Usage(format!(
+            "--queue-depth {}: must be 1..=4096",
+            args.queue_depth
+        )));
+    }
+    let overrides = set_overrides(&args.set)?;
+    let mut specs = Vec::new();
+    for name in &args.targets {
+        let spec = TargetSpec::parse(name).map_err(|e| CliError::Input(format!("{name}: {e}")))?;
+        let mut all = overrides.clone();
+        if let Some(zones) = args.zones {
+            all.push(zones_override(&spec, name, zones)?);
+        }
+        let spec = spec
+            .with_overrides(&all)
+            .map_err(|e| CliError::Input(format!("{name}: {e}")))?;
+        specs.push((name.clone(), spec));
+    }
+    check_environment()?;
+
+    // the signals are blocked before any thread starts, so every thread
+    // inherits the mask and only sigwait below takes them
+    let signals = block_stop_signals();
+    let ublk_opts = UblkOptions {
+        queue_depth: args.queue_depth,
+        ..UblkOptions::default()
+    };
+    let cfg = HostConfig {
+        seed: args.seed,
+        speed: args.speed,
+        io_buf_bytes: ublk_opts.io_buf_bytes,
+    };
+    let mut host = Host::start(cfg, move |rt| open_all(rt, &specs, host_stack))
+        .map_err(|e| CliError::Input(e.to_string()))?;
+    let mut served = Vec::new();
+    for (i, dev) in host.devices().iter().enumerate() {
+        match UblkDevice::add(dev, host.link(i), ublk_opts) {
+            Ok(u) => served.push(u),
+            Err(e) => {
+                // nothing half set up: the devices added so far go too
+                drop(served);
+                host.stop();
+                return Err(CliError::Io(e.to_string()));
+            }
+        }
+    }
+    print_devices(host.devices(), &served, &args)?;
+    let signal = wait_for(&signals);
+    eprintln!("zns serve: {signal}: removing the devices");
+    for mut u in served {
+        u.stop();
+    }
+    host.stop();
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--zones N` as an override of the first zoned namespace's zone count
+/// (of each member, for an array).
+fn zones_override(spec: &TargetSpec, name: &str, zones: u32) -> Result<(String, String), CliError> {
+    let profile = match spec {
+        TargetSpec::Profile(p) => p.as_ref(),
+        TargetSpec::Raid(r) => r
+            .members
+            .first()
+            .ok_or_else(|| CliError::Input(format!("{name}: no members")))?,
+        TargetSpec::Image(_) | TargetSpec::Linux(_) => {
+            return Err(CliError::Usage(format!(
+                "--zones: {name} has its geometry already (an image or a real device)"
+            )))
+        }
+    };
+    let ns = profile
+        .first_zoned()
+        .ok_or_else(|| CliError::Usage(format!("--zones: {name} has no zoned namespace")))?;
+    Ok((format!("namespace.{ns}.zone_count"), zones.to_string()))
+}
+
+/// Runs on the runtime thread: opens every target and lists its namespaces.
+fn open_all(
+    rt: &mut zns_sim::Runtime,
+    specs: &[(String, TargetSpec)],
+    host_stack: HostStack,
+) -> Result<Opened, String> {
+    let opts = OpenOptions {
+        store: StoreKind::Memory,
+        host_stack,
+    };
+    let mut served = Vec::new();
+    let mut keep: Vec<OpenedDevice> = Vec::new();
+    for (name, spec) in specs {
+        let dev = open(rt, spec, &opts).map_err(|e| format!("{name}: {e}"))?;
+        let namespaces: Vec<Option<u32>> = match &dev {
+            OpenedDevice::Controller(c) => (1..=c.namespace_count()).map(Some).collect(),
+            _ => vec![None],
+        };
+        for nsid in namespaces {
+            let target = dev.target(name, nsid)?;
+            let label = match nsid {
+                Some(n) if namespaces_of(&dev) > 1 => format!("{name} nsid {n}"),
+                _ => name.clone(),
+            };
+            served.push((label, target));
+        }
+        keep.push(dev);
+    }
+    Ok(Opened {
+        served,
+        keep_alive: Box::new(Rc::new(keep)),
+    })
+}
+
+fn namespaces_of(dev: &OpenedDevice) -> u32 {
+    match dev {
+        OpenedDevice::Controller(c) => c.namespace_count(),
+        _ => 1,
+    }
+}
+
+fn print_devices(
+    devices: &[HostedDevice],
+    served: &[UblkDevice],
+    args: &ServeArgs,
+) -> Result<(), CliError> {
+    if args.json {
+        let list: Vec<_> = devices
+            .iter()
+            .zip(served)
+            .map(|(d, u)| {
+                json!({
+                    "target": d.name,
+                    "path": u.block_path,
+                    "dev_id": u.dev_id,
+                    "zoned": d.geometry.zoned.is_some(),
+                    "geometry": d.geometry,
+                })
+            })
+            .collect();
+        let doc = json!({ "speed": args.speed, "devices": list });
+        out(&format!("{doc}\n"))?;
+    } else {
+        let mut text = String::new();
+        for (d, u) in devices.iter().zip(served) {
+            let g = &d.geometry;
+            let mib = |b: u64| b as f64 / 1048576.0;
+            let what = match &g.zoned {
+                Some(z) => format!(
+                    "zoned, {} zones of {:.0} MiB (capacity {:.0} MiB), {} open / {} active (0 = no limit), append <= {} KiB",
+                    z.zones,
+                    mib(z.zone_bytes),
+                    mib(z.zone_capacity_bytes),
+                    z.max_open_zones,
+                    z.max_active_zones,
+                    z.max_append_bytes / 1024
+                ),
+                None => format!("conventional, {:.0} MiB, discard", mib(g.capacity_bytes)),
+            };
+            text += &format!(
+                "{}  {}: {}, {} B blocks, requests <= {} KiB\n",
+                u.block_path,
+                d.name,
+                what,
+                g.lba_bytes,
+                g.max_io_bytes / 1024
+            );
+        }
+        out(&text)?;
+    }
+    eprintln!(
+        "zns serve: serving {} device(s) at {}x real time; Ctrl-C or SIGTERM stops",
+        served.len(),
+        args.speed
+    );
+    Ok(())
+}
+
+/// Writes to stdout and flushes (a script reads the devices at once); a
+/// closed or full stdout is an error, not a panic.
+fn out(text: &str) -> Result<(), CliError> {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+        .map_err(|e| CliError::Io(format!("stdout: {e}")))
+}
+
+/// What `zns serve` needs from the machine, each missing piece named.
+fn check_environment() -> Result<(), CliError> {
+    let release = kernel_release();
+    if let Some((major, minor)) = release.as_deref().and_then(kernel_version) {
+        if (major, minor) < (6, 6) {
+            return Err(CliError::Io(format!(
+                "Linux {} is too old: ublk serves zoned devices from Linux 6.6 on (CONFIG_BLK_DEV_UBLK, CONFIG_BLK_DEV_ZONED)",
+                release.unwrap_or_default()
+            )));
+        }
+    }
+    if !std::path::Path::new("/dev/ublk-control").exists() {
+        return Err(CliError::Io(format!(
+            "no /dev/ublk-control: load the ublk driver (`modprobe ublk_drv`; Linux >= 6.6 built with CONFIG_BLK_DEV_UBLK{})",
+            release.map(|r| format!(", this is {r}")).unwrap_or_default()
+        )));
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err(CliError::Io(
+            "zns serve needs root: zoned ublk devices use user copy (UBLK_F_USER_COPY), which unprivileged ublk devices may not"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+fn kernel_release() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+/// `6.12.95+deb12-amd64` → (6, 12).
+fn kernel_version(release: &str) -> Option<(u32, u32)> {
+    let mut parts = release.split(|c: char| !c.is_ascii_digit());
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts.next()?.parse().ok()?;
+    Some((major, minor))
+}
+
+/// SIGINT and SIGTERM, blocked in this thread (and so in every thread it
+/// starts later), to be taken by [`wait_for`].
+fn block_stop_signals() -> libc::sigset_t {
+    // SAFETY: a zeroed sigset_t is a valid argument to sigemptyset, which
+    // initialises it; the mask calls take valid pointers.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        set
+    }
+}
+
+/// Waits for one of the blocked stop signals; its name.
+fn wait_for(set: &libc::sigset_t) -> &'static str {
+    let mut sig: libc::c_int = 0;
+    // SAFETY: `set` was initialised by block_stop_signals; `sig` is a live int.
+    while unsafe { libc::sigwait(set, &mut sig) } != 0 {}
+    if sig == libc::SIGINT {
+        "SIGINT"
+    } else {
+        "SIGTERM"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_versions_are_read_from_the_release() {
+        assert_eq!(kernel_version("6.12.95+deb12-amd64"), Some((6, 12)));
+        assert_eq!(kernel_version("6.1.0-56-amd64"), Some((6, 1)));
+        assert_eq!(kernel_version("5.19"), Some((5, 19)));
+        assert_eq!(kernel_version("garbage"), None);
+    }
+}
