@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
-use zns_core::{NvmeError, NvmeStatus, ReportFilter, ZoneAction, ZoneSendCmd, ZoneState};
+use zns_core::{NvmeError, NvmeStatus, ReportFilter, ZoneAction, ZoneSendCmd};
 use zns_sim::sync::Notify;
 use zns_sim::timing::HostStack;
 use zns_sim::{Handle, Remote, Runtime};
@@ -67,23 +67,6 @@ impl DeviceConfig {
 /// spin.
 pub const DEFAULT_SPIN_NS: u64 = 100_000;
 
-/// The errno the Linux NVMe driver and block layer give for an NVMe status
-/// (`nvme_error_status` then `blk_status_to_errno`): what fio would see from a
-/// real drive. fio's zbd code treats EIO and EREMOTEIO as "unaligned write".
-pub fn errno_for(status: NvmeStatus) -> i32 {
-    match status {
-        NvmeStatus::LbaOutOfRange | NvmeStatus::NamespaceNotReady => libc::EREMOTEIO,
-        NvmeStatus::InvalidOpcode | NvmeStatus::InvalidField | NvmeStatus::InvalidNamespace => {
-            libc::EOPNOTSUPP
-        }
-        NvmeStatus::WriteFault | NvmeStatus::UnrecoveredReadError => libc::ENODATA,
-        NvmeStatus::HostPathingError => libc::ENOLINK,
-        NvmeStatus::TooManyActiveZones => libc::EOVERFLOW,
-        NvmeStatus::TooManyOpenZones => libc::ETOOMANYREFS,
-        _ => libc::EIO,
-    }
-}
-
 /// A failed request: errno plus the NVMe status behind it (0 when the
 /// request failed before reaching the device).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,22 +87,9 @@ impl Failure {
 impl From<NvmeError> for Failure {
     fn from(e: NvmeError) -> Failure {
         Failure {
-            errno: errno_for(e.status),
+            errno: zns_linux::errno_for_status(e.status),
             nvme_status: e.status.code(),
         }
-    }
-}
-
-/// The condition number fio (and Linux) use for a zone state.
-pub fn zone_cond(state: ZoneState) -> u32 {
-    match state {
-        ZoneState::Empty => 0x1,
-        ZoneState::ImplicitlyOpened => 0x2,
-        ZoneState::ExplicitlyOpened => 0x3,
-        ZoneState::Closed => 0x4,
-        ZoneState::ReadOnly => 0xD,
-        ZoneState::Full => 0xE,
-        ZoneState::Offline => 0xF,
     }
 }
 
@@ -241,7 +211,7 @@ pub async fn execute(
                     len_bytes: geo.zone_bytes,
                     capacity_bytes,
                     zone_type: u32::from(d.zone_type.code()),
-                    cond: zone_cond(d.state),
+                    cond: u32::from(zns_linux::blk_zone_cond(d.state)),
                 }
                 .encode(&mut out);
             }

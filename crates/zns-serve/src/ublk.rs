@@ -102,6 +102,7 @@ impl UblkDevice {
         let thread = std::thread::Builder::new()
             .name(format!("zns-serve-ublk{dev_id}"))
             .spawn(move || {
+                ctrl_ring_on_this_thread()?;
                 let tgt_init = move |dev: &mut UblkDev| {
                     dev.tgt.dev_size = capacity_bytes;
                     dev.tgt.params = params;
@@ -130,7 +131,6 @@ impl UblkDevice {
                 Ok(Err(e)) => e,
                 _ => UblkError::OtherError(-libc::EIO),
             };
-            let _ = ctrl.del_dev();
             return Err(UblkSetupError::Start { name, source });
         }
         Ok(UblkDevice {
@@ -143,12 +143,31 @@ impl UblkDevice {
 
     /// Stops the device (requests in flight complete first) and removes it.
     pub fn stop(&mut self) {
-        let _ = self.ctrl.kill_dev();
+        if self.thread.is_none() {
+            return;
+        }
+        if ctrl_ring_on_this_thread().is_ok() {
+            let _ = self.ctrl.kill_dev();
+        }
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
-        let _ = self.ctrl.del_dev();
     }
+}
+
+/// libublk sends control commands through a ring of the calling thread:
+/// every thread that adds, starts, stops or removes a device needs one.
+fn ctrl_ring_on_this_thread() -> Result<(), UblkError> {
+    libublk::ublk_init_ctrl_task_ring(|ring| {
+        if ring.is_none() {
+            *ring = Some(
+                io_uring::IoUring::<io_uring::squeue::Entry128>::builder()
+                    .build(16)
+                    .map_err(UblkError::IOError)?,
+            );
+        }
+        Ok(())
+    })
 }
 
 impl Drop for UblkDevice {
@@ -251,11 +270,9 @@ async fn serve_request(
 fn log_failure(name: &str, req: &Request, f: &Failure) {
     match f.status {
         Some(status) => eprintln!(
-            "zns serve: {name}: {} at LBA {}: {} ({}) -> errno {}",
+            "zns serve: {name}: {} at LBA {}: {status} -> errno {}",
             req.name(),
             req.lba(),
-            status.name(),
-            status,
             f.errno
         ),
         None => eprintln!(
