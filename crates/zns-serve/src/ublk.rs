@@ -121,9 +121,13 @@ impl UblkDevice {
                 let _ = run_ctrl.del_dev();
                 result.map(|_| ())
             })
-            .map_err(|source| UblkSetupError::Thread {
-                name: name.clone(),
-                source,
+            .map_err(|source| {
+                // the device was added already: remove it
+                let _ = ctrl.del_dev();
+                UblkSetupError::Thread {
+                    name: name.clone(),
+                    source,
+                }
             })?;
         if ready_rx.recv().is_err() {
             // the thread ended without starting the device
