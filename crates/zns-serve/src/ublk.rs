@@ -345,48 +345,51 @@ impl Slot {
 
 /// Reads a request's data from the kernel (user copy).
 fn copy_from_kernel(cdev: RawFd, buf: &mut [u8], pos: u64) -> std::io::Result<()> {
-    let mut done = 0;
-    while done < buf.len() {
-        // SAFETY: reads into the unfilled tail of a live buffer.
-        let n = unsafe {
+    let len = buf.len();
+    let ptr = buf.as_mut_ptr();
+    whole(len, std::io::ErrorKind::UnexpectedEof, |done| {
+        // SAFETY: reads into the unfilled tail of the live buffer `buf`.
+        unsafe {
             libc::pread(
                 cdev,
-                buf[done..].as_mut_ptr().cast(),
-                buf.len() - done,
+                ptr.add(done).cast(),
+                len - done,
                 (pos + done as u64) as libc::off_t,
             )
-        };
-        if n <= 0 {
-            return Err(if n == 0 {
-                std::io::ErrorKind::UnexpectedEof.into()
-            } else {
-                std::io::Error::last_os_error()
-            });
         }
-        done += n as usize;
-    }
-    Ok(())
+    })
 }
 
 /// Writes a request's result data to the kernel (user copy).
 fn copy_to_kernel(cdev: RawFd, buf: &[u8], pos: u64) -> std::io::Result<()> {
-    let mut done = 0;
-    while done < buf.len() {
-        // SAFETY: writes from a live buffer.
-        let n = unsafe {
+    whole(buf.len(), std::io::ErrorKind::WriteZero, |done| {
+        // SAFETY: writes from the live buffer `buf`.
+        unsafe {
             libc::pwrite(
                 cdev,
                 buf[done..].as_ptr().cast(),
                 buf.len() - done,
                 (pos + done as u64) as libc::off_t,
             )
-        };
-        if n <= 0 {
-            return Err(if n == 0 {
-                std::io::ErrorKind::WriteZero.into()
-            } else {
-                std::io::Error::last_os_error()
-            });
+        }
+    })
+}
+
+/// Repeats a partial transfer (`step(bytes done so far)`, a system call's
+/// return value) until `len` bytes are done; `zero` names a transfer of 0.
+fn whole(
+    len: usize,
+    zero: std::io::ErrorKind,
+    mut step: impl FnMut(usize) -> isize,
+) -> std::io::Result<()> {
+    let mut done = 0;
+    while done < len {
+        let n = step(done);
+        if n < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if n == 0 {
+            return Err(zero.into());
         }
         done += n as usize;
     }

@@ -110,10 +110,7 @@ fn the_zone_report_is_what_linux_reads_from_an_nvme_drive() {
     .unwrap();
     assert_eq!(rep.data_out.len(), 4 * BLK_ZONE_BYTES);
     assert_eq!(rep.result_bytes as usize, rep.data_out.len());
-    let field = |z: usize, at: usize| {
-        let b = &rep.data_out[z * BLK_ZONE_BYTES + at..z * BLK_ZONE_BYTES + at + 8];
-        u64::from_ne_bytes(b.try_into().unwrap())
-    };
+    let field = |z: usize, at: usize| field_of(&rep.data_out, z, at);
     let cond = |z: usize| rep.data_out[z * BLK_ZONE_BYTES + 25];
     // zone 0: implicitly open, WP 8 blocks in; capacity 192 blocks
     assert_eq!(
