@@ -245,25 +245,21 @@ fn needs_no_zrwa(c: &ZonedConfig, caps: &Capabilities) -> Option<String> {
 }
 
 fn needs_open_limit(c: &ZonedConfig, caps: &Capabilities) -> Option<String> {
-    let m = c.max_open_zones;
-    if m == 0 || m + 2 > c.zone_count {
-        return Some(format!(
-            "no open limit below the zone count - 1 (max open {m}, {} zones)",
-            c.zone_count
-        ));
-    }
-    zones3(c, caps)
+    limit_room("open", c.max_open_zones, c).or_else(|| zones3(c, caps))
 }
 
 fn needs_active_limit(c: &ZonedConfig, caps: &Capabilities) -> Option<String> {
-    let m = c.max_active_zones;
-    if m == 0 || m + 2 > c.zone_count {
-        return Some(format!(
-            "no active limit below the zone count - 1 (max active {m}, {} zones)",
+    limit_room("active", c.max_active_zones, c).or_else(|| zones3(c, caps))
+}
+
+/// A limit case needs the limit (0 = none) and two zones beyond it.
+fn limit_room(what: &str, m: u32, c: &ZonedConfig) -> Option<String> {
+    (m == 0 || m + 2 > c.zone_count).then(|| {
+        format!(
+            "no {what} limit below the zone count - 1 (max {what} {m}, {} zones)",
             c.zone_count
-        ));
-    }
-    zones3(c, caps)
+        )
+    })
 }
 
 fn needs_select_all(c: &ZonedConfig, caps: &Capabilities) -> Option<String> {
