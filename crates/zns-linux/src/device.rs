@@ -981,6 +981,18 @@ impl ZonedDevice for LinuxZoned {
             return Self::fail(NvmeStatus::LbaOutOfRange);
         }
         let zone = self.zone_of(cmd.slba);
+        let zrwa_action = matches!(
+            cmd.action,
+            ZoneAction::FlushZrwa | ZoneAction::Open { zrwa: true }
+        );
+        if zrwa_action && self.cfg.zrwa.is_none() {
+            // what a controller without ZRWA posts (QEMU, docs/semantics.md);
+            // without an NVMe namespace (a ublk device) it could not be sent
+            if cmd.slba % self.cfg.zone_size_lbas != 0 && cmd.action != ZoneAction::FlushZrwa {
+                return Self::fail(NvmeStatus::InvalidField);
+            }
+            return Self::fail(NvmeStatus::InvalidZoneOperation);
+        }
         match cmd.action {
             ZoneAction::FlushZrwa => self.run(Some(zone), move |inner| {
                 inner.zone_passthru(ZoneAction::FlushZrwa, cmd.slba, false)

@@ -10,6 +10,7 @@ mod support;
 
 use std::rc::Rc;
 
+use zns_conformance::pattern;
 use zns_core::{IoFlags, ReportFilter, ZoneState, ZonedDevice};
 use zns_linux::{LinuxOptions, LinuxZoned};
 use zns_raid::{RaidArray, RaidOptions};
@@ -55,12 +56,12 @@ fn zraid_over_real_namespaces_survives_write_verify_and_reopen() {
     let mut at = 0;
     while at < z0_lbas {
         let n = io_lbas.min(z0_lbas - at);
-        rt.block_on(array.write(at, &support::pattern(at, n, lba, 1), IoFlags::NONE))
+        rt.block_on(array.write(at, &pattern(at, n, lba, 1), IoFlags::NONE))
             .unwrap_or_else(|e| panic!("write at {at}: {e}"));
         at += n;
     }
     let z1 = cfg.zone_size_lbas;
-    rt.block_on(array.write(z1, &support::pattern(z1, 3, lba, 1), IoFlags::FUA))
+    rt.block_on(array.write(z1, &pattern(z1, 3, lba, 1), IoFlags::FUA))
         .unwrap();
     let verify = |rt: &mut Runtime, array: &RaidArray, what: &str| {
         let mut at = 0;
@@ -69,17 +70,14 @@ fn zraid_over_real_namespaces_survives_write_verify_and_reopen() {
             let mut buf = vec![0u8; n as usize * lba];
             rt.block_on(array.read(at, &mut buf)).unwrap();
             assert!(
-                buf == support::pattern(at, n, lba, 1),
+                buf == pattern(at, n, lba, 1),
                 "{what}: data differs at LBA {at}"
             );
             at += n;
         }
         let mut buf = vec![0u8; 3 * lba];
         rt.block_on(array.read(z1, &mut buf)).unwrap();
-        assert!(
-            buf == support::pattern(z1, 3, lba, 1),
-            "{what}: zone 1 differs"
-        );
+        assert!(buf == pattern(z1, 3, lba, 1), "{what}: zone 1 differs");
     };
     verify(&mut rt, &array, "after write");
     rt.block_on(array.shutdown()).expect("clean shutdown");
@@ -96,15 +94,11 @@ fn zraid_over_real_namespaces_survives_write_verify_and_reopen() {
     assert_ne!(zones[0].state, ZoneState::Empty);
     verify(&mut rt, &reopened, "after reopen");
     // and the array takes writes again where it left off
-    rt.block_on(reopened.write(
-        z0_lbas,
-        &support::pattern(z0_lbas, 4, lba, 1),
-        IoFlags::NONE,
-    ))
-    .expect("write after reopen");
+    rt.block_on(reopened.write(z0_lbas, &pattern(z0_lbas, 4, lba, 1), IoFlags::NONE))
+        .expect("write after reopen");
     let mut buf = vec![0u8; 4 * lba];
     rt.block_on(reopened.read(z0_lbas, &mut buf)).unwrap();
-    assert!(buf == support::pattern(z0_lbas, 4, lba, 1));
+    assert!(buf == pattern(z0_lbas, 4, lba, 1));
     rt.block_on(reopened.shutdown()).unwrap();
     eprintln!("raid: write/verify, shutdown, reopen and write again: ok");
 }

@@ -1,6 +1,6 @@
 //! Shared by the real-device tests: which devices to use (environment
-//! variables the guest harness sets), skipping politely when there are none,
-//! and per-block test data keyed by LBA.
+//! variables the guest harness sets) and skipping politely when there are
+//! none. (Per-block test data keyed by LBA: `zns_conformance::pattern`.)
 #![allow(dead_code)]
 
 use std::path::PathBuf;
@@ -35,20 +35,4 @@ pub fn expect(name: &str) -> Option<u64> {
     std::env::var(format!("ZNSKIT_EXPECT_{name}"))
         .ok()
         .and_then(|v| v.parse().ok())
-}
-
-/// `nlb` blocks of `lba_bytes` whose content names the LBA and a tag.
-pub fn pattern(slba: u64, nlb: u64, lba_bytes: usize, tag: u64) -> Vec<u8> {
-    let mut out = Vec::with_capacity(nlb as usize * lba_bytes);
-    for b in 0..nlb {
-        let lba = slba + b;
-        for w in 0..(lba_bytes / 8) as u64 {
-            let v = lba
-                .wrapping_mul(0x9E37_79B9_7F4A_7C15)
-                .wrapping_add(tag.wrapping_mul(1_000_003))
-                .wrapping_add(w);
-            out.extend_from_slice(&v.to_le_bytes());
-        }
-    }
-    out
 }
