@@ -1,22 +1,23 @@
 //! The server end to end through a real kernel: an emulated `tiny` device
-//! served with ublk, then checked through `/dev/ublkbN` by the generic
-//! conformance suite (zns-conformance) on zns-linux's backend (zone ioctls,
-//! O_DIRECT reads and writes) — the kernel's block layer between the two. Needs Linux ≥ 6.6 with `ublk_drv` loaded and
-//! root, so it runs inside the QEMU guest (scripts/serve-guest-test); on a
-//! host without `/dev/ublk-control` it is skipped, unless
-//! `ZNSKIT_REQUIRE_UBLK=1` makes that a failure.
+//! and a ZRAID array of three served with ublk, then checked through
+//! `/dev/ublkbN` by the generic conformance suite (zns-conformance) on
+//! zns-linux's backend (zone ioctls, O_DIRECT reads and writes) — the
+//! kernel's block layer between the two. Needs Linux ≥ 6.6 with `ublk_drv`
+//! loaded and root, so it runs inside the QEMU guest
+//! (scripts/serve-guest-test); on a host without `/dev/ublk-control` it is
+//! skipped, unless `ZNSKIT_REQUIRE_UBLK=1` makes that a failure.
 
 use std::path::Path;
 use std::rc::Rc;
 
 use zns_conformance::{Capabilities, ExpectedGeometry};
 use zns_core::ZonedDevice;
-use zns_device::{Controller, ControllerOptions, NamespaceProfile, Profile, StoreKind};
+use zns_device::{NamespaceProfile, Profile, StoreKind};
 use zns_linux::{LinuxOptions, LinuxZoned};
 use zns_serve::{Host, HostConfig, Opened, UblkDevice, UblkOptions};
 use zns_sim::timing::HostStack;
 use zns_sim::Runtime;
-use zns_target::Target;
+use zns_target::{OpenOptions, TargetSpec};
 
 fn ublk_available(test: &str) -> bool {
     if Path::new("/dev/ublk-control").exists() {
@@ -31,30 +32,17 @@ fn ublk_available(test: &str) -> bool {
     false
 }
 
-fn serve_tiny() -> (Host, UblkDevice) {
+fn serve_opened<F>(open: F) -> (Host, UblkDevice)
+where
+    F: FnOnce(&mut Runtime) -> Result<Opened, String> + Send + 'static,
+{
     let host = Host::start(
         HostConfig {
             seed: 1,
             speed: 1.0,
             io_buf_bytes: 512 * 1024,
         },
-        |rt: &mut Runtime| {
-            let p = Profile::builtin("tiny").map_err(|e| e.to_string())?;
-            let c = Controller::new(
-                &rt.handle(),
-                p,
-                ControllerOptions {
-                    store: StoreKind::Memory,
-                    host_stack: HostStack::IoUringNone,
-                },
-            )
-            .map_err(|e| e.to_string())?;
-            let z = Rc::new(c.first_zoned().ok_or("no zoned namespace")?) as Rc<dyn ZonedDevice>;
-            Ok(Opened {
-                served: vec![("tiny".into(), Target::Zoned(z))],
-                keep_alive: Box::new(c),
-            })
-        },
+        open,
     )
     .unwrap();
     let dev = UblkDevice::add(&host.devices()[0], host.link(0), UblkOptions::default())
@@ -62,56 +50,32 @@ fn serve_tiny() -> (Host, UblkDevice) {
     (host, dev)
 }
 
-#[test]
-fn a_served_zoned_device_behaves_through_the_kernel() {
-    if !ublk_available("a_served_zoned_device_behaves_through_the_kernel") {
-        return;
-    }
-    let (mut host, mut served) = serve_tiny();
-    eprintln!("served tiny at {}", served.block_path);
-    {
-        let mut rt = Runtime::new(9);
-        let dev = LinuxZoned::open(
-            &rt.handle(),
-            Path::new(&served.block_path),
-            LinuxOptions::default(),
-        )
-        .unwrap_or_else(|e| panic!("open {}: {e}", served.block_path));
-        eprintln!(
-            "as the kernel sees it: {:?} limits {:?}",
-            dev.config(),
-            dev.limit_sources()
-        );
-        // the generic suite, command by command through the kernel's block
-        // layer (zone ioctls, O_DIRECT): a ublk device has no NVMe
-        // namespace, so no zone append, ZRWA or select-all open/close/finish
-        // passthrough — those cases are skipped by capability
-        let tiny = Profile::builtin("tiny").unwrap();
-        let Some(NamespaceProfile::Zoned(ns)) = tiny.namespaces.first() else {
-            panic!("tiny has no zoned namespace");
-        };
-        let caps = Capabilities::declared_by(dev.config())
-            .with_zone_append(false)
-            .with_zrwa(false)
-            .with_select_all(false)
-            .expecting(ExpectedGeometry::of(ns));
-        let r = zns_conformance::run_all(&mut rt, &dev, &caps);
-        eprintln!("conformance of {}:\n{r}", served.block_path);
-        r.assert_passed(&format!("served tiny at {}", served.block_path));
-        let mut skipped = r.skipped_names();
-        skipped.sort_unstable();
-        assert_eq!(
-            skipped,
-            [
-                "select_all",
-                "zone_append",
-                "zrwa_implicit_flush",
-                "zrwa_resources",
-                "zrwa_window_and_explicit_flush"
-            ],
-            "{r}"
-        );
-    }
+/// Runs the suite on the served device at `path` (a ublk device carries no
+/// append, ZRWA or select-all passthrough: those cases are skipped by
+/// capability) and checks which cases were skipped.
+fn conformance_through_the_kernel(path: &str, expected: ExpectedGeometry, skipped: &[&str]) {
+    let mut rt = Runtime::new(9);
+    let dev = LinuxZoned::open(&rt.handle(), Path::new(path), LinuxOptions::default())
+        .unwrap_or_else(|e| panic!("open {path}: {e}"));
+    eprintln!(
+        "as the kernel sees it: {:?} limits {:?}",
+        dev.config(),
+        dev.limit_sources()
+    );
+    let caps = Capabilities::declared_by(dev.config())
+        .with_zone_append(false)
+        .with_zrwa(false)
+        .with_select_all(false)
+        .expecting(expected);
+    let r = zns_conformance::run_all(&mut rt, &dev, &caps);
+    eprintln!("conformance of {path}:\n{r}");
+    r.assert_passed(&format!("served device at {path}"));
+    let mut names = r.skipped_names();
+    names.sort_unstable();
+    assert_eq!(names, skipped, "{r}");
+}
+
+fn stop(mut host: Host, mut served: UblkDevice) {
     served.stop();
     assert!(
         !Path::new(&served.block_path).exists(),
@@ -119,4 +83,88 @@ fn a_served_zoned_device_behaves_through_the_kernel() {
         served.block_path
     );
     host.stop();
+}
+
+/// Serves the device `name` names, opened as `zns serve` opens it.
+fn serve_name(name: &'static str) -> (Host, UblkDevice) {
+    serve_opened(move |rt: &mut Runtime| {
+        let spec = TargetSpec::parse(name)?;
+        let opts = OpenOptions {
+            store: StoreKind::Memory,
+            host_stack: HostStack::IoUringNone,
+        };
+        let dev = zns_target::open(rt, &spec, &opts)?;
+        let target = dev.target(name, None)?;
+        Ok(Opened {
+            served: vec![(name.into(), target)],
+            keep_alive: Box::new(Rc::new(dev)),
+        })
+    })
+}
+
+#[test]
+fn a_served_zoned_device_behaves_through_the_kernel() {
+    if !ublk_available("a_served_zoned_device_behaves_through_the_kernel") {
+        return;
+    }
+    let (host, served) = serve_name("tiny");
+    eprintln!("served tiny at {}", served.block_path);
+    let tiny = Profile::builtin("tiny").unwrap();
+    let Some(NamespaceProfile::Zoned(ns)) = tiny.namespaces.first() else {
+        panic!("tiny has no zoned namespace");
+    };
+    conformance_through_the_kernel(
+        &served.block_path,
+        ExpectedGeometry::of(ns),
+        &[
+            "select_all",
+            "zone_append",
+            "zrwa_implicit_flush",
+            "zrwa_resources",
+            "zrwa_window_and_explicit_flush",
+        ],
+    );
+    stop(host, served);
+}
+
+/// A ZRAID array of three `tiny` members, opened by name as `zns serve`
+/// opens it, served as one zoned device: the same suite through the kernel,
+/// against the array's own geometry (it offers no ZRWA: its members' ZRWAs
+/// hold the partial parity).
+#[test]
+fn a_served_raid_array_behaves_through_the_kernel() {
+    if !ublk_available("a_served_raid_array_behaves_through_the_kernel") {
+        return;
+    }
+    let (host, served) = serve_name("raid:3xtiny,chunk=32k");
+    let g = host.devices()[0].geometry;
+    let z = g.zoned.expect("an array is zoned");
+    eprintln!(
+        "served {} at {}: {g:?}",
+        host.devices()[0].name,
+        served.block_path
+    );
+    let expected = ExpectedGeometry {
+        lba_bytes: Some(g.lba_bytes as u32),
+        zone_count: Some(z.zones as u32),
+        zone_size_lbas: Some(z.zone_bytes / g.lba_bytes),
+        zone_capacity_lbas: Some(z.zone_capacity_bytes / g.lba_bytes),
+        max_open_zones: Some(z.max_open_zones),
+        max_active_zones: Some(z.max_active_zones),
+        zrwa_size_lbas: None,
+        zrwa_flush_granularity_lbas: None,
+        zrwa_resources: None,
+    };
+    conformance_through_the_kernel(
+        &served.block_path,
+        expected,
+        &[
+            "select_all",
+            "zone_append",
+            "zrwa_implicit_flush",
+            "zrwa_resources",
+            "zrwa_window_and_explicit_flush",
+        ],
+    );
+    stop(host, served);
 }
