@@ -7,7 +7,7 @@
 //! flags is a job option (checked against zns-bench's option table), words
 //! are job files, and `--name` starts a new job.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -339,11 +339,11 @@ pub fn render(report: &RunReport, plus: bool, normal: bool) -> String {
 pub fn bench(args: Vec<String>) -> Result<ExitCode, CliError> {
     let a = parse(args)?;
     if a.help {
-        println!("{HELP}");
+        outln!("{HELP}");
         return Ok(ExitCode::SUCCESS);
     }
     if let Some(which) = &a.cmdhelp {
-        print!("{}", cmdhelp(which.as_deref())?);
+        out!("{}", cmdhelp(which.as_deref())?);
         return Ok(ExitCode::SUCCESS);
     }
     let specs = select_sections(specs(&a)?, &a.sections)?;
@@ -356,11 +356,8 @@ pub fn bench(args: Vec<String>) -> Result<ExitCode, CliError> {
     match &a.output {
         Some(path) => std::fs::write(path, text)
             .map_err(|e| CliError::Io(format!("{}: {e}", path.display())))?,
-        None => {
-            let mut out = std::io::stdout().lock();
-            // a closed pipe (`| head`) is not an error worth reporting
-            let _ = out.write_all(text.as_bytes());
-        }
+        // a full disk loses the report: an error (exit 4), not success
+        None => out!("{text}"),
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -402,14 +402,14 @@ fn run(a: RunArgs) -> Result<ExitCode, CliError> {
         zns_cache::report::write_run_outputs(&report, dir, "zncache").map_err(cache_err)?;
     }
     if a.json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&report).map_err(|e| CliError::Io(e.to_string()))?
         );
     } else {
-        print!("{}", zns_cache::report::summary_text(&report));
+        out!("{}", zns_cache::report::summary_text(&report));
         if let Some(dir) = &a.out {
-            println!(
+            outln!(
                 "  files      {}/zncache.{{csv,json}}, zncache-summary.txt, zncache-*.png",
                 dir.display()
             );
@@ -441,12 +441,12 @@ fn gen(a: GenArgs) -> Result<ExitCode, CliError> {
     let w = Workload::generate(dist, ids, a.requests, a.seed).map_err(cache_err)?;
     w.save(&a.out).map_err(cache_err)?;
     if a.json {
-        println!(
+        outln!(
             "{}",
             serde_json::json!({"file": a.out, "requests": w.ids.len(), "ids": ids, "distribution": dist.name(), "seed": a.seed, "distinct_ids": w.distinct_ids()})
         );
     } else {
-        println!(
+        outln!(
             "wrote {}: {} requests over {ids} ids ({}, seed {}), {} distinct",
             a.out.display(),
             w.ids.len(),
@@ -512,14 +512,14 @@ pub fn repro_cmd(cmd: ReproCommand) -> Result<ExitCode, CliError> {
     }
     let results = result.map_err(cache_err)?;
     if a.json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&results).map_err(|e| CliError::Io(e.to_string()))?
         );
     } else {
         for r in &results {
-            print!("{}", repro::experiment_text(r));
-            println!();
+            out!("{}", repro::experiment_text(r));
+            outln!();
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -40,7 +40,7 @@ pub fn export_zones(args: ExportZonesArgs) -> Result<ExitCode, CliError> {
     std::fs::write(&args.libzbd_dump, &bytes)
         .map_err(|e| CliError::Io(format!("{}: {e}", args.libzbd_dump.display())))?;
     if args.json {
-        println!(
+        outln!(
             "{}",
             serde_json::json!({
                 "image": args.image,
@@ -50,7 +50,7 @@ pub fn export_zones(args: ExportZonesArgs) -> Result<ExitCode, CliError> {
             })
         );
     } else {
-        println!(
+        outln!(
             "wrote {}: {} zones in libzbd's dump format ({} bytes); `zbd report {}` shows them",
             args.libzbd_dump.display(),
             zones.len(),

@@ -94,13 +94,13 @@ pub fn fidelity(args: FidelityArgs) -> Result<ExitCode, CliError> {
         for (j, secs) in host_per_file.iter().enumerate() {
             doc["job_files"][j]["host_seconds"] = serde_json::json!(secs);
         }
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&doc).map_err(|e| CliError::Io(e.to_string()))?
         );
     } else {
-        print!("{}", report.to_text());
-        println!("host time {host_seconds:.1} s");
+        out!("{}", report.to_text());
+        outln!("host time {host_seconds:.1} s");
     }
     Ok(if report.all_passed() {
         ExitCode::SUCCESS

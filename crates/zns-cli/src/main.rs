@@ -6,6 +6,26 @@
 //! 2 wrong arguments; 3 bad input (profile, trace or image malformed or
 //! corrupt); 4 an I/O error on a file.
 
+/// `print!` for the tool's output: a failed write to stdout (a full disk,
+/// /dev/full) returns `CliError::Io` (exit 4) from the calling function
+/// instead of panicking (docs/cli.md). A closed pipe still ends the
+/// process quietly (SIGPIPE, `die_quietly_on_closed_pipes`).
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::write_stdout(format_args!($($arg)*))?
+    };
+}
+
+/// `println!` for the tool's output, as [`out!`].
+macro_rules! outln {
+    () => {
+        $crate::write_stdout(format_args!("\n"))?
+    };
+    ($($arg:tt)*) => {
+        $crate::write_stdout(format_args!("{}\n", format_args!($($arg)*)))?
+    };
+}
+
 mod bench;
 mod cache;
 mod export;
@@ -384,6 +404,17 @@ impl From<DeviceError> for CliError {
     }
 }
 
+/// Writes the tool's output (see [`out!`]); flushed at once, so that a
+/// failure is seen by the command that caused it.
+fn write_stdout(args: std::fmt::Arguments) -> Result<(), CliError> {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    stdout
+        .write_fmt(args)
+        .and_then(|()| stdout.flush())
+        .map_err(|e| CliError::Io(format!("writing to stdout: {e}")))
+}
+
 /// A closed stdout (`zns … | head`) ends the process quietly, as for other
 /// Unix tools, instead of making `println!` panic: restore SIGPIPE's default
 /// action, which the Rust runtime sets to "ignore".
@@ -447,26 +478,26 @@ fn info(args: InfoArgs) -> Result<ExitCode, CliError> {
         for name in Profile::builtin_names() {
             let p = Profile::builtin(name).map_err(|e| CliError::Input(e.to_string()))?;
             if args.json {
-                println!(
+                outln!(
                     "{}",
                     serde_json::json!({"name": name, "description": p.description})
                 );
             } else {
-                println!("{name:<10} {}", p.description);
+                outln!("{name:<10} {}", p.description);
             }
         }
         return Ok(ExitCode::SUCCESS);
     }
     let profile = args.profile.load()?;
     if args.toml {
-        print!("{}", profile.to_toml());
+        out!("{}", profile.to_toml());
     } else if args.json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&profile).map_err(|e| CliError::Io(e.to_string()))?
         );
     } else {
-        print!("{}", output::profile_text(&profile));
+        out!("{}", output::profile_text(&profile));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -478,12 +509,12 @@ fn create(args: CreateArgs) -> Result<ExitCode, CliError> {
         Controller::create_image(&rt.handle(), profile.clone(), &args.image, HostStack::Spdk)?;
     drop(ctrl);
     if args.json {
-        println!(
+        outln!(
             "{}",
             serde_json::json!({"image": args.image, "profile": profile.name, "namespaces": profile.namespaces.len()})
         );
     } else {
-        println!(
+        outln!(
             "created {} ({}: {})",
             args.image.display(),
             profile.name,
@@ -602,9 +633,9 @@ fn zone(cmd: ZoneCommand) -> Result<ExitCode, CliError> {
                 .block_on(dev.report_zones(start, filter, count.unwrap_or(cfg.zone_count as usize)))
                 .map_err(CliError::Device)?;
             if target.json {
-                println!("{}", output::report_json(&zones));
+                outln!("{}", output::report_json(&zones));
             } else {
-                print!("{}", output::report_text(&zones));
+                out!("{}", output::report_text(&zones));
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -691,19 +722,19 @@ fn zone(cmd: ZoneCommand) -> Result<ExitCode, CliError> {
                 .map(zns_device::store::stamp::tag_of)
                 .collect();
             if target.json {
-                println!(
+                outln!(
                     "{}",
                     serde_json::json!({"op": "read", "status": StatusReport::success(), "latency_ns": latency_ns, "slba": slba, "nlb": nlb, "stamps": tags})
                 );
             } else {
-                println!(
+                outln!(
                     "read: Success, {nlb} blocks at {slba:#x} in {:.2} us (virtual)",
                     latency_ns as f64 / 1000.0
                 );
                 for (i, t) in tags.iter().enumerate() {
                     match t {
-                        Some(tag) => println!("  lba {:#x}: stamp {tag}", slba + i as u64),
-                        None => println!("  lba {:#x}: (not a stamp block)", slba + i as u64),
+                        Some(tag) => outln!("  lba {:#x}: stamp {tag}", slba + i as u64),
+                        None => outln!("  lba {:#x}: (not a stamp block)", slba + i as u64),
                     }
                 }
             }
@@ -744,7 +775,7 @@ fn timed<'a, T: serde::Serialize + std::fmt::Debug>(
     match result {
         Ok(v) => {
             if target.json {
-                println!(
+                outln!(
                     "{}",
                     serde_json::json!({"op": op, "status": StatusReport::success(), "latency_ns": latency_ns, "result": v})
                 );
@@ -755,7 +786,7 @@ fn timed<'a, T: serde::Serialize + std::fmt::Debug>(
                 } else {
                     format!(", result {extra}")
                 };
-                println!(
+                outln!(
                     "{op}: Success in {:.2} us (virtual){extra}",
                     latency_ns as f64 / 1000.0
                 );
@@ -764,7 +795,7 @@ fn timed<'a, T: serde::Serialize + std::fmt::Debug>(
         }
         Err(e) => {
             if target.json {
-                println!(
+                outln!(
                     "{}",
                     serde_json::json!({"op": op, "status": StatusReport::from_error(&e), "latency_ns": latency_ns})
                 );
@@ -805,16 +836,16 @@ fn replay(args: ReplayArgs) -> Result<ExitCode, CliError> {
             failures += 1;
         }
         if args.json {
-            println!(
+            outln!(
                 "{}",
                 serde_json::to_string(r).map_err(|e| CliError::Io(e.to_string()))?
             );
         } else {
-            print!("{}", output::trace_result_text(r));
+            out!("{}", output::trace_result_text(r));
         }
     }
     if !args.json {
-        println!(
+        outln!(
             "{} commands, {} failed, virtual time {} ns",
             results.len(),
             failures,
@@ -831,12 +862,12 @@ fn probe(args: ProbeArgs) -> Result<ExitCode, CliError> {
     let profile = args.profile.load()?;
     let report = zns_device::probe::run_probe(&profile).map_err(CliError::from)?;
     if args.json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&report).map_err(|e| CliError::Io(e.to_string()))?
         );
     } else {
-        print!("{}", output::probe_text(&report));
+        out!("{}", output::probe_text(&report));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -170,7 +170,7 @@ fn crashtest_cmd(args: CrashtestArgs) -> Result<ExitCode, CliError> {
                 })
             })
             .collect();
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&serde_json::json!({
                 "members": args.members,
@@ -182,7 +182,7 @@ fn crashtest_cmd(args: CrashtestArgs) -> Result<ExitCode, CliError> {
             .map_err(|e| CliError::Io(e.to_string()))?
         );
     } else {
-        println!(
+        outln!(
             "crash test: {} members, {} KiB chunks, {} trials per policy from seed {seed}{}{}",
             args.members,
             args.chunk_kib,
@@ -198,13 +198,18 @@ fn crashtest_cmd(args: CrashtestArgs) -> Result<ExitCode, CliError> {
                 ""
             }
         );
-        println!("(trials in which no write was acknowledged before the cut are not counted, as in the paper)");
-        println!(
+        outln!("(trials in which no write was acknowledged before the cut are not counted, as in the paper)");
+        outln!(
             "{:<8} {:>7} {:>12} {:>9} {:>13} {:>16}",
-            "policy", "trials", "not counted", "failures", "failure rate", "mean loss (KiB)"
+            "policy",
+            "trials",
+            "not counted",
+            "failures",
+            "failure rate",
+            "mean loss (KiB)"
         );
         for (p, s) in &rows {
-            println!(
+            outln!(
                 "{:<8} {:>7} {:>12} {:>9} {:>12.1}% {:>16.1}",
                 p.name(),
                 s.trials,
@@ -216,7 +221,7 @@ fn crashtest_cmd(args: CrashtestArgs) -> Result<ExitCode, CliError> {
         }
         for (p, s) in &rows {
             for o in &s.failing {
-                println!(
+                outln!(
                     "FAIL {} seed {}: {} (replay: zns raid crashtest --policy {} --seed {}{}{})",
                     p.name(),
                     o.seed,
@@ -294,12 +299,12 @@ pub fn repro_zraid_cmd(a: ReproZraidArgs) -> Result<ExitCode, CliError> {
     })
     .map_err(CliError::Input)?;
     if a.json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&report).map_err(|e| CliError::Io(e.to_string()))?
         );
     } else {
-        print!("{}", repro_zraid::summary_text(&report));
+        out!("{}", repro_zraid::summary_text(&report));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -216,7 +216,7 @@ fn print_devices(
             })
             .collect();
         let doc = json!({ "speed": args.speed, "devices": list });
-        out(&format!("{doc}\n"))?;
+        outln!("{doc}");
     } else {
         let mut text = String::new();
         for (d, u) in devices.iter().zip(served) {
@@ -243,7 +243,7 @@ fn print_devices(
                 g.max_io_bytes / 1024
             );
         }
-        out(&text)?;
+        out!("{text}");
     }
     eprintln!(
         "zns serve: serving {} device(s) at {}x real time; Ctrl-C or SIGTERM stops",
@@ -251,17 +251,6 @@ fn print_devices(
         args.speed
     );
     Ok(())
-}
-
-/// Writes to stdout and flushes (a script reads the devices at once); a
-/// closed or full stdout is an error, not a panic.
-fn out(text: &str) -> Result<(), CliError> {
-    use std::io::Write;
-    let mut stdout = std::io::stdout().lock();
-    stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush())
-        .map_err(|e| CliError::Io(format!("stdout: {e}")))
 }
 
 /// What `zns serve` needs from the machine, each missing piece named.
