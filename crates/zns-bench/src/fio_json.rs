@@ -9,7 +9,7 @@
 use serde_json::{json, Map, Value as Json};
 
 use crate::run::{JobReport, RunReport};
-use crate::stats::{summary, DirStats};
+use crate::stats::DirStats;
 
 fn lat_json(d: &DirStats, pcts: Option<&[f64]>, bins: bool) -> Json {
     let mut o = Map::new();
@@ -47,10 +47,8 @@ fn dir_json(d: &DirStats, j: &JobReport, bins: bool) -> Json {
     } else {
         runtime_ns.div_ceil(1_000_000)
     };
-    let (bw_samples, iops_samples) = d.samples(runtime_ns);
-    let kib: Vec<f64> = bw_samples.iter().map(|b| b / 1024.0).collect();
-    let (bw_min, bw_max, bw_mean, bw_dev) = summary(&kib);
-    let (iops_min, iops_max, iops_mean, iops_dev) = summary(&iops_samples);
+    let (bw, iops_s) = d.sample_summaries(runtime_ns);
+    let bw = bw.scaled(1024.0);
     let clat = j.clat_percentiles.then_some(j.percentile_list.as_slice());
     let lat = j.lat_percentiles.then_some(j.percentile_list.as_slice());
     json!({
@@ -66,17 +64,17 @@ fn dir_json(d: &DirStats, j: &JobReport, bins: bool) -> Json {
         "slat_ns": {"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0, "N": 0},
         "clat_ns": lat_json(d, clat, bins),
         "lat_ns": lat_json(d, lat, bins && j.lat_percentiles),
-        "bw_min": bw_min as u64,
-        "bw_max": bw_max as u64,
+        "bw_min": bw.min as u64,
+        "bw_max": bw.max as u64,
         "bw_agg": if d.total_ios > 0 { 100.0 } else { 0.0 },
-        "bw_mean": bw_mean,
-        "bw_dev": bw_dev,
-        "bw_samples": kib.len(),
-        "iops_min": iops_min as u64,
-        "iops_max": iops_max as u64,
-        "iops_mean": iops_mean,
-        "iops_stddev": iops_dev,
-        "iops_samples": iops_samples.len(),
+        "bw_mean": bw.mean,
+        "bw_dev": bw.stddev,
+        "bw_samples": bw.n,
+        "iops_min": iops_s.min as u64,
+        "iops_max": iops_s.max as u64,
+        "iops_mean": iops_s.mean,
+        "iops_stddev": iops_s.stddev,
+        "iops_samples": iops_s.n,
     })
 }
 

@@ -230,7 +230,11 @@ pub fn run_jobs_with_progress(
             }));
         }
         while finished.get() < runs.len() {
-            let until = handle.now_ns() + SLICE_NS;
+            // every SLICE_NS of virtual time, or at the next event when
+            // nothing happens before it (idle time costs no host time: a
+            // startdelay of days is one step)
+            let now = handle.now_ns();
+            let until = (now + SLICE_NS).max(handle.next_timer_ns().unwrap_or(0));
             let h = handle.clone();
             let gd = group_done.clone();
             rt.block_on(FirstOf(

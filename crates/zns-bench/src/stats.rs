@@ -5,11 +5,15 @@
 //! fio's latency-distribution buckets (`latency_ns/us/ms`) and per-window
 //! bandwidth / IOPS samples (fio's `bw_avg_time`, 500 ms).
 //!
-//! Memory per direction is fixed (about 15 KiB of histogram), whatever the
-//! number of I/Os, and merging reports (group_reporting) is a bucket-wise sum.
+//! Memory per direction is about 15 KiB of histogram, whatever the number of
+//! I/Os, plus one entry per sample window that saw I/O (idle windows cost
+//! nothing: a `thinktime` of hours does not fill memory); merging reports
+//! (group_reporting) is a bucket-wise sum.
 //! Percentiles are read off the histogram exactly as fio does: the value of
 //! the first bucket at which the cumulative count reaches `p/100 × N`, as the
 //! bucket's midpoint.
+
+use std::collections::BTreeMap;
 
 /// Bits of linear resolution per power of two.
 const PLAT_BITS: u32 = 6;
@@ -69,9 +73,9 @@ pub struct DirStats {
     hist: Box<[u64]>,
     /// Counts per fio latency bucket: 10 ns-scale, 10 us-scale, 12 ms-scale.
     lat_dist: [u64; 32],
-    /// Bytes and I/Os completed per sample window since the measurement start.
-    window_bytes: Vec<u64>,
-    window_ios: Vec<u64>,
+    /// Bytes and I/Os completed per sample window since the measurement
+    /// start, for the windows that saw any (idle time costs no memory).
+    windows: BTreeMap<u64, (u64, u64)>,
 }
 
 impl Default for DirStats {
@@ -85,8 +89,7 @@ impl Default for DirStats {
             m2: 0.0,
             hist: vec![0; PLAT_NR].into_boxed_slice(),
             lat_dist: [0; 32],
-            window_bytes: Vec::new(),
-            window_ios: Vec::new(),
+            windows: BTreeMap::new(),
         }
     }
 }
@@ -117,15 +120,12 @@ impl DirStats {
         self.m2 += d * (x - self.mean_ns);
         self.hist[bucket_of(lat_ns)] += 1;
         self.lat_dist[lat_dist_index(lat_ns)] += 1;
-        let w = (since_start_ns / SAMPLE_WINDOW_NS) as usize;
-        if w < (1 << 20) {
-            if self.window_bytes.len() <= w {
-                self.window_bytes.resize(w + 1, 0);
-                self.window_ios.resize(w + 1, 0);
-            }
-            self.window_bytes[w] += bytes;
-            self.window_ios[w] += 1;
-        }
+        let w = self
+            .windows
+            .entry(since_start_ns / SAMPLE_WINDOW_NS)
+            .or_default();
+        w.0 += bytes;
+        w.1 += 1;
     }
 
     pub fn min(&self) -> u64 {
@@ -192,17 +192,16 @@ impl DirStats {
         out
     }
 
-    /// Bandwidth (bytes/s) and IOPS of every full sample window of a run that
-    /// measured `runtime_ns`.
-    pub fn samples(&self, runtime_ns: u64) -> (Vec<f64>, Vec<f64>) {
-        let full = (runtime_ns / SAMPLE_WINDOW_NS) as usize;
+    /// Bandwidth (bytes/s) and IOPS over every full sample window of a run
+    /// that measured `runtime_ns` (windows without I/O count as 0), without
+    /// listing the windows: a run of days costs no memory for its idle time.
+    pub fn sample_summaries(&self, runtime_ns: u64) -> (SampleSummary, SampleSummary) {
+        let full = runtime_ns / SAMPLE_WINDOW_NS;
         let secs = SAMPLE_WINDOW_NS as f64 / 1e9;
-        let n = full.min(self.window_bytes.len().max(full));
-        let get = |v: &Vec<u64>, i: usize| v.get(i).copied().unwrap_or(0) as f64 / secs;
-        (
-            (0..n).map(|i| get(&self.window_bytes, i)).collect(),
-            (0..n).map(|i| get(&self.window_ios, i)).collect(),
-        )
+        let busy = || self.windows.range(..full).map(|(_, &v)| v);
+        let bw = SampleSummary::of(full, busy().map(|(b, _)| b as f64 / secs));
+        let iops = SampleSummary::of(full, busy().map(|(_, n)| n as f64 / secs));
+        (bw, iops)
     }
 
     /// Adds another direction's statistics (group_reporting): counts and
@@ -226,36 +225,68 @@ impl DirStats {
         for (a, b) in self.lat_dist.iter_mut().zip(other.lat_dist.iter()) {
             *a += b;
         }
-        if self.window_bytes.len() < other.window_bytes.len() {
-            self.window_bytes.resize(other.window_bytes.len(), 0);
-            self.window_ios.resize(other.window_ios.len(), 0);
-        }
-        for (i, (&b, &n)) in other
-            .window_bytes
-            .iter()
-            .zip(other.window_ios.iter())
-            .enumerate()
-        {
-            self.window_bytes[i] += b;
-            self.window_ios[i] += n;
+        for (&w, &(b, n)) in &other.windows {
+            let mine = self.windows.entry(w).or_default();
+            mine.0 += b;
+            mine.1 += n;
         }
     }
 }
 
-/// min, max, mean and sample stddev of a list (0s when empty).
-pub fn summary(v: &[f64]) -> (f64, f64, f64, f64) {
-    if v.is_empty() {
-        return (0.0, 0.0, 0.0, 0.0);
+/// min, max, mean and sample standard deviation of `n` samples (fio's bw
+/// and iops statistics; all 0 when there are none).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct SampleSummary {
+    pub n: u64,
+    pub min: f64,
+    pub max: f64,
+    pub mean: f64,
+    pub stddev: f64,
+}
+
+impl SampleSummary {
+    /// The summary of `n` samples: the `nonzero` ones given, the rest 0.
+    pub fn of(n: u64, nonzero: impl Iterator<Item = f64> + Clone) -> SampleSummary {
+        if n == 0 {
+            return SampleSummary::default();
+        }
+        let given = nonzero.clone().count() as u64;
+        let zeros = n - given.min(n);
+        let sum: f64 = nonzero.clone().sum();
+        let mean = sum / n as f64;
+        let fold = |f: fn(f64, f64) -> f64, zero_start: f64| {
+            nonzero
+                .clone()
+                .fold(if zeros > 0 { 0.0 } else { zero_start }, f)
+        };
+        let min = fold(f64::min, f64::INFINITY);
+        let max = fold(f64::max, f64::NEG_INFINITY);
+        let stddev = if n < 2 {
+            0.0
+        } else {
+            let sq: f64 =
+                nonzero.map(|x| (x - mean).powi(2)).sum::<f64>() + zeros as f64 * mean * mean;
+            (sq / (n - 1) as f64).sqrt()
+        };
+        SampleSummary {
+            n,
+            min,
+            max,
+            mean,
+            stddev,
+        }
     }
-    let min = v.iter().copied().fold(f64::INFINITY, f64::min);
-    let max = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let mean = v.iter().sum::<f64>() / v.len() as f64;
-    let sd = if v.len() < 2 {
-        0.0
-    } else {
-        (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (v.len() - 1) as f64).sqrt()
-    };
-    (min, max, mean, sd)
+
+    /// Every value divided by `d` (bytes/s to KiB/s).
+    pub fn scaled(self, d: f64) -> SampleSummary {
+        SampleSummary {
+            min: self.min / d,
+            max: self.max / d,
+            mean: self.mean / d,
+            stddev: self.stddev / d,
+            ..self
+        }
+    }
 }
 
 #[cfg(test)]
@@ -310,9 +341,26 @@ mod tests {
         assert!((a.mean() - all.mean()).abs() < 1e-6);
         assert!((a.stddev() - all.stddev()).abs() < 1e-6);
         assert_eq!(a.percentile(90.0), all.percentile(90.0));
-        let (bw, iops) = a.samples(1_000_000_000);
-        assert_eq!(iops, vec![200.0, 200.0]);
-        assert_eq!(bw[0], 200.0 * 4096.0);
+        let (bw, iops) = a.sample_summaries(1_000_000_000);
+        assert_eq!((iops.n, iops.min, iops.max), (2, 200.0, 200.0));
+        assert_eq!(bw.mean, 200.0 * 4096.0);
+    }
+
+    #[test]
+    fn sample_summaries_imply_the_idle_windows() {
+        // [10, 20, 0, 0, 0]: mean 6, sample stddev sqrt(320 / 4)
+        let s = SampleSummary::of(5, [10.0, 20.0].into_iter());
+        assert_eq!((s.n, s.min, s.max, s.mean), (5, 0.0, 20.0, 6.0));
+        assert!((s.stddev - 80f64.sqrt()).abs() < 1e-9);
+        // no idle window: the minimum is a real sample
+        let s = SampleSummary::of(2, [10.0, 20.0].into_iter());
+        assert_eq!((s.min, s.max, s.mean), (10.0, 20.0, 15.0));
+        assert_eq!(
+            SampleSummary::of(0, [1.0].into_iter()),
+            SampleSummary::default()
+        );
+        let k = SampleSummary::of(2, [1024.0, 2048.0].into_iter()).scaled(1024.0);
+        assert_eq!((k.min, k.max, k.mean), (1.0, 2.0, 1.5));
     }
 
     #[test]

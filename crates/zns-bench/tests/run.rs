@@ -266,3 +266,33 @@ fn mq_deadline_in_one_zone_vs_none_over_fourteen_zones_on_the_512b_format() {
         "median ratio {ratio}"
     );
 }
+
+/// Idle virtual time costs no host time and no memory: a start delay of ten
+/// days is a handful of progress steps, not one per 10 ms (86 million), and
+/// an hour of think time between writes leaves the bandwidth samples of the
+/// idle windows implied (zeros), not stored.
+#[test]
+fn idle_virtual_time_is_skipped_not_ticked_through() {
+    let specs = parse_args(args(
+        "--name=w --filename=tiny --direct=1 --zonemode=zbd --rw=write --size=64k --startdelay=10d",
+    ))
+    .unwrap();
+    let mut steps = 0u64;
+    let rep = zns_bench::run::run_jobs_with_progress(&specs, 1, &mut |_| steps += 1).unwrap();
+    assert!(rep.virtual_ns >= 10 * 86_400 * 1_000_000_000);
+    assert!(steps < 100, "{steps} progress steps for ten idle days");
+
+    let specs = parse_args(args(
+        "--name=w --filename=tiny --direct=1 --zonemode=zbd --rw=write --size=64k --thinktime=1h",
+    ))
+    .unwrap();
+    let mut steps = 0u64;
+    let rep = zns_bench::run::run_jobs_with_progress(&specs, 1, &mut |_| steps += 1).unwrap();
+    assert_eq!(rep.jobs[0].write.total_ios, 16);
+    assert!(steps < 1000, "{steps} progress steps for 15 idle hours");
+    let j = rep.to_fio_json();
+    let w = &j["jobs"][0]["write"];
+    // 15 h of 500 ms windows: 108 000 samples, 16 of them with a write
+    assert!(w["bw_samples"].as_u64().unwrap() >= 107_000, "{w}");
+    assert_eq!(w["bw_min"], 0);
+}

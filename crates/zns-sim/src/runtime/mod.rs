@@ -339,6 +339,14 @@ impl Handle {
         self.core.seed
     }
 
+    /// The earliest instant a timer is armed for, if any: the next time
+    /// anything happens unless a task wakes another. A caller that reports
+    /// progress at intervals can skip idle virtual time up to it instead of
+    /// ticking through it.
+    pub fn next_timer_ns(&self) -> Option<u64> {
+        self.core.timers.borrow_mut().next_deadline_ns()
+    }
+
     /// Spawns a task. It is queued behind the tasks already ready and runs
     /// inside `block_on`. Dropping the returned [`JoinHandle`] detaches the
     /// task. After the runtime is dropped the future is dropped unpolled and
