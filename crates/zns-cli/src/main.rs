@@ -224,18 +224,29 @@ struct ZoneSel {
     /// Zone index.
     #[arg(long, conflicts_with_all = ["slba", "all"])]
     zone: Option<u32>,
-    /// Zone start LBA.
-    #[arg(long, conflicts_with = "all")]
+    /// Zone start LBA (decimal or 0x hex, as `zone report` prints it).
+    #[arg(long, conflicts_with = "all", value_parser = lba_arg)]
     slba: Option<u64>,
     /// Select all zones (Select All bit).
     #[arg(long)]
     all: bool,
 }
 
+/// An LBA or block count as users paste it: decimal, or hex with `0x` (as
+/// `zone report` and nvme-cli print SLBAs and write pointers).
+fn lba_arg(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let parsed = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => t.parse(),
+    };
+    parsed.map_err(|_| format!("{text:?} is not an LBA (decimal, or hex with 0x)"))
+}
+
 #[derive(Args)]
 struct WriteData {
-    /// Number of logical blocks.
-    #[arg(long)]
+    /// Number of logical blocks (decimal or 0x hex).
+    #[arg(long, value_parser = lba_arg)]
     nlb: u64,
     /// Fill block i with the stamp tag TAG+i (default: the block's LBA).
     #[arg(long)]
@@ -299,8 +310,8 @@ enum ZoneCommand {
     Write {
         #[command(flatten)]
         target: Target,
-        /// Starting LBA.
-        #[arg(long)]
+        /// Starting LBA (decimal or 0x hex).
+        #[arg(long, value_parser = lba_arg)]
         slba: u64,
         #[command(flatten)]
         data: WriteData,
@@ -312,8 +323,8 @@ enum ZoneCommand {
         /// Zone index.
         #[arg(long, conflicts_with = "slba")]
         zone: Option<u32>,
-        /// Zone start LBA.
-        #[arg(long)]
+        /// Zone start LBA (decimal or 0x hex).
+        #[arg(long, value_parser = lba_arg)]
         slba: Option<u64>,
         #[command(flatten)]
         data: WriteData,
@@ -322,9 +333,11 @@ enum ZoneCommand {
     Read {
         #[command(flatten)]
         target: Target,
-        #[arg(long)]
+        /// Starting LBA (decimal or 0x hex).
+        #[arg(long, value_parser = lba_arg)]
         slba: u64,
-        #[arg(long)]
+        /// Number of logical blocks (decimal or 0x hex).
+        #[arg(long, value_parser = lba_arg)]
         nlb: u64,
         /// Write the data read to this file.
         #[arg(long)]
@@ -334,8 +347,8 @@ enum ZoneCommand {
     ZrwaFlush {
         #[command(flatten)]
         target: Target,
-        /// Last LBA to commit.
-        #[arg(long)]
+        /// Last LBA to commit (decimal or 0x hex).
+        #[arg(long, value_parser = lba_arg)]
         lba: u64,
     },
 }

@@ -82,6 +82,43 @@ fn zone_commands_on_an_image_and_their_exit_codes() {
     assert!(stderr(&o).contains("16 zones"), "{}", stderr(&o));
 }
 
+/// The SLBAs `zone report` prints (hex, as nvme-cli) are accepted back as
+/// they are printed; anything else is a usage error naming the value.
+#[test]
+fn lbas_are_accepted_in_hex_as_zone_report_prints_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = dir.path().join("dev.img");
+    let img = img.to_str().unwrap();
+    assert_eq!(code(&zns(&["create", img, "--profile", "tiny"])), 0);
+    let report = stdout(&zns(&[
+        "zone", "report", img, "--zone", "1", "--count", "1",
+    ]));
+    let slba = report
+        .split_whitespace()
+        .skip_while(|w| *w != "SLBA:")
+        .nth(1)
+        .unwrap()
+        .to_string();
+    assert_eq!(slba, "0x100", "{report}");
+    let o = zns(&["zone", "write", img, "--slba", &slba, "--nlb", "0x2"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let o = zns(&["zone", "read", img, "--slba", "0x101", "--nlb", "1"]);
+    assert!(
+        stdout(&o).contains("lba 0x101: stamp 257"),
+        "{}",
+        stdout(&o)
+    );
+    let o = zns(&["zone", "finish", img, "--slba", "0X100"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let o = zns(&["zone", "write", img, "--slba", "0xZZ", "--nlb", "1"]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("\"0xZZ\" is not an LBA"),
+        "{}",
+        stderr(&o)
+    );
+}
+
 #[test]
 fn bad_input_has_its_own_exit_codes_and_names_the_problem() {
     let o = zns(&["info", "--profile", "nope"]);
