@@ -173,10 +173,11 @@ fn open_all(
             OpenedDevice::Controller(c) => (1..=c.namespace_count()).map(Some).collect(),
             _ => vec![None],
         };
+        let several = namespaces.len() > 1;
         for nsid in namespaces {
             let target = dev.target(name, nsid)?;
             let label = match nsid {
-                Some(n) if namespaces_of(&dev) > 1 => format!("{name} nsid {n}"),
+                Some(n) if several => format!("{name} nsid {n}"),
                 _ => name.clone(),
             };
             served.push((label, target));
@@ -187,13 +188,6 @@ fn open_all(
         served,
         keep_alive: Box::new(Rc::new(keep)),
     })
-}
-
-fn namespaces_of(dev: &OpenedDevice) -> u32 {
-    match dev {
-        OpenedDevice::Controller(c) => c.namespace_count(),
-        _ => 1,
-    }
 }
 
 fn print_devices(

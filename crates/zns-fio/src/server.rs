@@ -340,7 +340,6 @@ impl Drop for Server {
 type Started = Result<(Geometry, Remote), String>;
 
 fn run_device(cfg: DeviceConfig, started: mpsc::Sender<Started>) {
-    precise_wakeups();
     let mut rt = match Runtime::paced(cfg.seed, cfg.speed) {
         Ok(rt) => rt,
         Err(e) => {
@@ -385,15 +384,6 @@ fn run_device(cfg: DeviceConfig, started: mpsc::Sender<Started>) {
     DEVICE.with(|d| d.borrow_mut().take());
     drop(devices);
     drop(rt);
-}
-
-/// Asks Linux for timer wakeups without the default 50 µs slack on this
-/// thread: the pacer's waits are device latencies of tens of microseconds.
-fn precise_wakeups() {
-    // SAFETY: PR_SET_TIMERSLACK takes a plain integer (nanoseconds).
-    unsafe {
-        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
-    }
 }
 
 fn accept_loop(listener: UnixListener, remote: Remote, geo: Geometry, closing: Arc<AtomicBool>) {

@@ -198,7 +198,6 @@ fn run<F>(cfg: HostConfig, open: F, started: mpsc::Sender<Started>)
 where
     F: FnOnce(&mut Runtime) -> Result<Opened, String>,
 {
-    precise_wakeups();
     let mut rt = match Runtime::paced(cfg.seed, cfg.speed) {
         Ok(rt) => rt,
         Err(e) => {
@@ -244,13 +243,4 @@ where
     SERVED.with(|s| s.borrow_mut().clear());
     drop(opened.keep_alive);
     drop(rt);
-}
-
-/// Asks Linux for timer wakeups without the default 50 µs slack on this
-/// thread: the pacer's waits are device latencies of tens of microseconds.
-fn precise_wakeups() {
-    // SAFETY: PR_SET_TIMERSLACK takes a plain integer (nanoseconds).
-    unsafe {
-        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
-    }
 }
