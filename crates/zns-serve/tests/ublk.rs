@@ -50,6 +50,16 @@ where
     (host, dev)
 }
 
+/// The cases a ublk device skips: it has no NVMe namespace, so no zone
+/// append, ZRWA or select-all passthrough.
+const THROUGH_THE_BLOCK_LAYER_SKIPS: &[&str] = &[
+    "select_all",
+    "zone_append",
+    "zrwa_implicit_flush",
+    "zrwa_resources",
+    "zrwa_window_and_explicit_flush",
+];
+
 /// Runs the suite on the served device at `path` (a ublk device carries no
 /// append, ZRWA or select-all passthrough: those cases are skipped by
 /// capability) and checks which cases were skipped.
@@ -116,13 +126,7 @@ fn a_served_zoned_device_behaves_through_the_kernel() {
     conformance_through_the_kernel(
         &served.block_path,
         ExpectedGeometry::of(ns),
-        &[
-            "select_all",
-            "zone_append",
-            "zrwa_implicit_flush",
-            "zrwa_resources",
-            "zrwa_window_and_explicit_flush",
-        ],
+        THROUGH_THE_BLOCK_LAYER_SKIPS,
     );
     stop(host, served);
 }
@@ -155,16 +159,6 @@ fn a_served_raid_array_behaves_through_the_kernel() {
         zrwa_flush_granularity_lbas: None,
         zrwa_resources: None,
     };
-    conformance_through_the_kernel(
-        &served.block_path,
-        expected,
-        &[
-            "select_all",
-            "zone_append",
-            "zrwa_implicit_flush",
-            "zrwa_resources",
-            "zrwa_window_and_explicit_flush",
-        ],
-    );
+    conformance_through_the_kernel(&served.block_path, expected, THROUGH_THE_BLOCK_LAYER_SKIPS);
     stop(host, served);
 }
