@@ -99,10 +99,36 @@ fn crashtest_cmd(args: CrashtestArgs) -> Result<ExitCode, CliError> {
             args.max_cut_ms
         )));
     }
+    if trials == 0 {
+        return Err(CliError::Usage("--trials 0: run at least one trial".into()));
+    }
+    if args.qd == 0 {
+        return Err(CliError::Usage(
+            "--qd 0: at least one write in flight".into(),
+        ));
+    }
+    if args.zones == 0 {
+        return Err(CliError::Usage("--zones 0: fill at least one zone".into()));
+    }
     let profile = match &args.profile {
         Some(p) => Profile::load(p).map_err(|e| CliError::Input(e.to_string()))?,
         None => crashtest::crash_profile(),
     };
+    // a chunk the array cannot be made with is a wrong argument, not data
+    // lost in every trial
+    let lba_bytes = profile
+        .first_zoned()
+        .and_then(|i| match &profile.namespaces[i] {
+            zns_device::NamespaceProfile::Zoned(z) => Some(u64::from(z.lba_bytes)),
+            _ => None,
+        })
+        .ok_or_else(|| CliError::Input("the member profile has no zoned namespace".into()))?;
+    if args.chunk_kib == 0 || (args.chunk_kib * 1024) % lba_bytes != 0 {
+        return Err(CliError::Usage(format!(
+            "--chunk-kib {}: the chunk must be a non-zero whole number of the members' {lba_bytes}-byte blocks",
+            args.chunk_kib
+        )));
+    }
     let eta = match args.eta.as_str() {
         "always" => Eta::Always,
         "never" => Eta::Never,
@@ -116,7 +142,7 @@ fn crashtest_cmd(args: CrashtestArgs) -> Result<ExitCode, CliError> {
         cfg.members = args.members;
         cfg.chunk_bytes = args.chunk_kib * 1024;
         cfg.zones = args.zones;
-        cfg.queue_depth = args.qd.max(1);
+        cfg.queue_depth = args.qd;
         cfg.max_cut_ns = (args.max_cut_ms * 1e6) as u64;
         cfg.profile = profile.clone();
         cfg.progress_per_write = args.per_write_progress;

@@ -234,3 +234,23 @@ fn a_closed_stdout_ends_zns_quietly() {
     child.wait().unwrap();
     assert!(!err.contains("panicked"), "{err}");
 }
+
+/// A crash-test argument the array cannot be made with is a usage error
+/// (exit 2) before any trial, not "100 % of trials lost data" (exit 1).
+#[test]
+fn crashtest_arguments_are_checked_before_any_trial() {
+    for (args, says) in [
+        (&["--chunk-kib", "3"][..], "--chunk-kib 3"),
+        (&["--chunk-kib", "0"][..], "--chunk-kib 0"),
+        (&["--qd", "0"][..], "--qd 0"),
+        (&["--trials", "0"][..], "--trials 0"),
+        (&["--zones", "0"][..], "--zones 0"),
+    ] {
+        let mut all = vec!["raid", "crashtest"];
+        all.extend_from_slice(args);
+        let o = zns(&all);
+        assert_eq!(code(&o), 2, "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
+        assert!(stdout(&o).is_empty(), "{args:?} ran trials: {}", stdout(&o));
+    }
+}
