@@ -46,10 +46,16 @@ impl TargetSpec {
         if !builtin && Path::new(name).is_file() && !name.ends_with(".toml") {
             return Ok(TargetSpec::Image(PathBuf::from(name)));
         }
+        // a path that is not there is a missing file, not an unknown profile
+        // (built-in profile names have neither dots nor slashes)
+        if !builtin && (name.contains('/') || name.contains('.')) && !Path::new(name).exists() {
+            return Err(format!(
+                "{name}: no such file (a device image made by `zns create`, or a profile TOML file)"
+            ));
+        }
         Profile::load(name).map(TargetSpec::from).map_err(|e| {
             format!(
-                "{e} (a device name is a built-in profile ({}), a profile TOML file, a device image made by `zns create`, raid:… or a real zoned device /dev/… or linux:PATH; docs/targets.md)",
-                Profile::builtin_names().join(", ")
+                "{e}; a device name is a built-in profile, a profile TOML file, a device image made by `zns create`, raid:… or a real zoned device /dev/… or linux:PATH (docs/targets.md)"
             )
         })
     }
@@ -122,5 +128,16 @@ mod tests {
         );
         let e = TargetSpec::parse("no-such-profile").unwrap_err();
         assert!(e.contains("built-in profile"), "{e}");
+        // the list of built-in profiles once, not twice
+        assert_eq!(e.matches("zn540-lbaf0").count(), 1, "{e}");
+    }
+
+    #[test]
+    fn a_missing_file_says_so_instead_of_unknown_profile() {
+        for name in ["nosuch.img", "dir/dev.img", "missing.toml"] {
+            let e = TargetSpec::parse(name).unwrap_err();
+            assert!(e.contains("no such file"), "{name}: {e}");
+            assert!(!e.contains("unknown profile"), "{name}: {e}");
+        }
     }
 }
