@@ -14,6 +14,14 @@
 #   nullb_remove NAME
 #   check DESCRIPTION CMD...  runs CMD, prints "ok: …" or "FAILED: …" and
 #                         returns its status (so set -e stops the part)
+#   contains TEXT PART    whether TEXT contains PART
+#   serve ARG...          `zns serve --json ARG...` in the background, once its
+#                         devices exist (pid in /tmp/served.pid, JSON in
+#                         /tmp/served.json); a server left running is stopped
+#   path N                the Nth served device's path (0-based)
+#   stop                  SIGTERM to the server: it must exit 0 and remove
+#                         its devices
+#   cleanup               stops a server a failed part left running
 failed=""
 
 uptime_s() {
@@ -75,4 +83,64 @@ nullb_make() { # NAME KEY=VALUE...
 nullb_remove() { # NAME
     echo 0 >"/sys/kernel/config/nullb/$1/power" 2>/dev/null
     rmdir "/sys/kernel/config/nullb/$1"
+}
+
+contains() { # TEXT PART
+    case "$1" in *"$2"*) return 0 ;; esac
+    return 1
+}
+
+# cleanup: a server a failed part left running is stopped (it is not a
+# child of this part's shell: poll for its end)
+cleanup() {
+    if [ -s /tmp/served.pid ]; then
+        pid=$(cat /tmp/served.pid)
+        kill -TERM "$pid" 2>/dev/null || true
+        i=0
+        while kill -0 "$pid" 2>/dev/null && [ $i -lt 300 ]; do
+            sleep 0.1
+            i=$((i + 1))
+        done
+    fi
+    rm -f /tmp/served.pid
+}
+
+# serve TARGET... : starts `zns serve --json` in the background, waits for
+# its JSON (device paths in /tmp/served.json); the pid in /tmp/served.pid
+serve() {
+    cleanup
+    rm -f /tmp/served.json
+    zns serve --json "$@" >/tmp/served.json 2>/tmp/served.log &
+    echo $! >/tmp/served.pid
+    i=0
+    while [ ! -s /tmp/served.json ] && [ $i -lt 600 ]; do
+        if ! kill -0 "$(cat /tmp/served.pid)" 2>/dev/null; then
+            cat /tmp/served.log
+            return 1
+        fi
+        sleep 0.1
+        i=$((i + 1))
+    done
+    cat /tmp/served.log
+    cat /tmp/served.json
+}
+
+# path N: the Nth served device's path (0-based)
+path() {
+    tr ',' '\n' </tmp/served.json | sed -n 's/.*"path":"\([^"]*\)".*/\1/p' | sed -n "$(($1 + 1))p"
+}
+
+# stop: SIGTERM, and the server must remove its devices and exit 0
+stop() {
+    pid=$(cat /tmp/served.pid)
+    paths=$(tr ',' '\n' </tmp/served.json | sed -n 's/.*"path":"\([^"]*\)".*/\1/p')
+    kill -TERM "$pid"
+    wait "$pid"
+    rc=$?
+    rm -f /tmp/served.pid
+    cat /tmp/served.log
+    check "zns serve exited 0 on SIGTERM" test $rc -eq 0
+    for p in $paths; do
+        check "$p is gone" test ! -e "$p"
+    done
 }

@@ -37,6 +37,9 @@
 #                                     END name ...", "=== ZNSKIT RESULT ...");
 #                                     returns 0 only for "RESULT PASS"
 #   guest_part_times LOG              one line per part: host seconds it took
+#   guest_artifact JSON KIND NAME     the executable(s) cargo's JSON messages
+#                                     (--message-format=json…) in file JSON
+#                                     list for target NAME of KIND (bin, test)
 #
 # The marker protocol is the guest's side: scripts/guest/run-tests and
 # scripts/guest/serve-lib.sh print it.
@@ -274,4 +277,21 @@ guest_report() { # LOG
 guest_part_times() { # LOG: "name seconds" for each BEGIN/END pair, host clock
     awk '$2 == "===" && $4 == "BEGIN" { start[$5] = $1 }
          $2 == "===" && $4 == "END" && ($5 in start) { printf "  %-16s %6.1f s\n", $5, $1 - start[$5] }' "$1.times"
+}
+
+guest_artifact() { # JSON KIND NAME
+    python3 - "$1" "$2" "$3" <<'EOF'
+import json, sys
+path, kind, name = sys.argv[1:]
+for line in open(path):
+    try:
+        m = json.loads(line)
+    except ValueError:
+        continue
+    if m.get("reason") == "compiler-artifact" and m.get("executable") \
+            and m["target"]["name"] == name and kind in m["target"]["kind"] \
+            and (kind == "test" or not m["profile"]["test"]):
+        # (a bin target also builds its unit-test harness: skip that one)
+        print(m["executable"])
+EOF
 }

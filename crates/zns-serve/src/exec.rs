@@ -11,6 +11,7 @@ use zns_target::Target;
 use crate::request::{Request, BLK_ZONE_BYTES, SECTOR_BYTES};
 
 /// The device numbers a request needs, in LBAs.
+#[derive(Clone, Copy)]
 struct Shape {
     lba_bytes: u64,
     max_transfer_lbas: u64,
@@ -68,10 +69,11 @@ fn not_zoned() -> Failure {
 
 /// Runs `req` on `dev`; `payload` holds a write's or an append's data.
 pub async fn execute(dev: &Target, req: Request, payload: &[u8]) -> Result<Done, Failure> {
+    let shape = shape(dev);
     let Shape {
         lba_bytes,
         max_transfer_lbas,
-    } = shape(dev);
+    } = shape;
     let bytes = |nlb: u64| -> Result<u32, Failure> {
         u32::try_from(nlb * lba_bytes).map_err(|_| Failure::errno(libc::EINVAL))
     };
@@ -95,7 +97,7 @@ pub async fn execute(dev: &Target, req: Request, payload: &[u8]) -> Result<Done,
             if payload.len() as u64 != nlb * lba_bytes {
                 return Err(Failure::errno(libc::EINVAL));
             }
-            write_chunks(dev, slba, nlb, payload, IoFlags::with_fua(fua)).await?;
+            write_chunks(dev, &shape, slba, nlb, payload, IoFlags::with_fua(fua)).await?;
             Ok(Done {
                 result_bytes: bytes(nlb)?,
                 ..Done::default()
@@ -105,11 +107,10 @@ pub async fn execute(dev: &Target, req: Request, payload: &[u8]) -> Result<Done,
             let Target::Block(_) = dev else {
                 return Err(Failure::errno(libc::EOPNOTSUPP));
             };
-            let zeros = vec![0u8; (nlb.min(max_transfer_lbas) * lba_bytes) as usize];
-            for (at, chunk) in chunks(slba, nlb, max_transfer_lbas) {
-                let data = &zeros[..(chunk * lba_bytes) as usize];
-                write_chunks(dev, at, chunk, data, IoFlags::with_fua(fua)).await?;
-            }
+            // (the kernel sends at most max_write_zeroes_sectors: the
+            // server's request size)
+            let zeros = vec![0u8; (nlb * lba_bytes) as usize];
+            write_chunks(dev, &shape, slba, nlb, &zeros, IoFlags::with_fua(fua)).await?;
             Ok(Done::default())
         }
         Request::Flush => {
@@ -203,17 +204,14 @@ async fn zone_send(dev: &Target, action: ZoneAction, zslba: u64) -> Result<Done,
 /// `max_transfer_lbas`, in order (a zoned device sees them at its WP in turn).
 async fn write_chunks(
     dev: &Target,
+    shape: &Shape,
     slba: u64,
     nlb: u64,
     data: &[u8],
     flags: IoFlags,
 ) -> Result<(), Failure> {
-    let Shape {
-        lba_bytes,
-        max_transfer_lbas,
-    } = shape(dev);
-    for (at, chunk) in chunks(slba, nlb, max_transfer_lbas) {
-        let part = &data[byte_range(at - slba, chunk, lba_bytes)];
+    for (at, chunk) in chunks(slba, nlb, shape.max_transfer_lbas) {
+        let part = &data[byte_range(at - slba, chunk, shape.lba_bytes)];
         match dev {
             Target::Zoned(z) => z.write(at, part, flags).await?,
             Target::Block(b) => b.write(at, part, flags).await?,

@@ -7,7 +7,6 @@
 
 use std::any::Any;
 use std::cell::{Cell, RefCell};
-use std::rc::Rc;
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 
@@ -121,7 +120,12 @@ impl Host {
     /// closes the devices.
     pub fn stop(&mut self) {
         if let Some(remote) = self.remote.take() {
-            remote.spawn(|_h: &Handle| STOP.with(|s| s.stop()));
+            remote.spawn(|_h: &Handle| {
+                STOP.with(|s| {
+                    s.stopped.set(true);
+                    s.notify.notify_one();
+                })
+            });
         }
         if let Some(t) = self.thread.take() {
             let _ = t.join();
@@ -144,52 +148,62 @@ pub struct Link {
 
 impl Link {
     /// Runs `req` (with `payload`, a write's data) on the device; `done`
-    /// gets the result on the runtime's thread. A request handed over after
-    /// the host stopped fails with ENODEV.
+    /// gets the result on the runtime's thread, exactly once: a request the
+    /// runtime never runs (it has stopped) completes with ENODEV.
     pub fn submit<D>(&self, req: Request, payload: Vec<u8>, done: D)
     where
         D: FnOnce(Result<Done, Failure>) + Send + 'static,
     {
+        let done = Completion(Some(done));
         let Some(remote) = &self.remote else {
-            done(Err(Failure::errno(libc::ENODEV)));
-            return;
+            return; // `done` completes with ENODEV as it drops
         };
         let index = self.index;
-        if remote.is_closed() {
-            done(Err(Failure::errno(libc::ENODEV)));
-            return;
-        }
         remote.spawn(move |h: &Handle| {
             let Some(dev) = SERVED.with(|s| s.borrow().get(index).cloned()) else {
-                done(Err(Failure::errno(libc::ENODEV)));
                 return;
             };
             drop(h.spawn(async move {
                 let result = execute(&dev, req, &payload).await;
-                done(result);
+                done.complete(result);
             }));
         });
     }
 }
 
-/// The runtime thread's stop signal.
-#[derive(Default)]
-struct Stop {
-    stopped: Cell<bool>,
-    notify: RefCell<Option<Notify>>,
-}
+/// A request's completion callback that runs once whatever happens: when
+/// it is dropped uncalled (the closure carrying it was dropped by a stopped
+/// runtime, or the device is gone) it reports ENODEV, so the queue's tag
+/// never waits for ever.
+struct Completion<D: FnOnce(Result<Done, Failure>)>(Option<D>);
 
-impl Stop {
-    fn stop(&self) {
-        self.stopped.set(true);
-        if let Some(n) = self.notify.borrow().as_ref() {
-            n.notify_one();
+impl<D: FnOnce(Result<Done, Failure>)> Completion<D> {
+    fn complete(mut self, result: Result<Done, Failure>) {
+        if let Some(done) = self.0.take() {
+            done(result);
         }
     }
 }
 
+impl<D: FnOnce(Result<Done, Failure>)> Drop for Completion<D> {
+    fn drop(&mut self) {
+        if let Some(done) = self.0.take() {
+            done(Err(Failure::errno(libc::ENODEV)));
+        }
+    }
+}
+
+/// The runtime thread's stop signal.
+struct Stop {
+    stopped: Cell<bool>,
+    notify: Notify,
+}
+
 thread_local! {
-    static STOP: Rc<Stop> = Rc::new(Stop::default());
+    static STOP: Stop = Stop {
+        stopped: Cell::new(false),
+        notify: Notify::new(),
+    };
 }
 
 type Started = Result<(Remote, Vec<HostedDevice>), HostError>;
@@ -228,15 +242,12 @@ where
         served.push(dev);
     }
     SERVED.with(|s| *s.borrow_mut() = served);
-    let notify = Notify::new();
-    let stop = STOP.with(|s| s.clone());
-    *stop.notify.borrow_mut() = Some(notify.clone());
     if started.send(Ok((rt.remote(), devices))).is_err() {
         return;
     }
-    rt.block_on(async move {
-        while !stop.stopped.get() {
-            notify.notified().await;
+    rt.block_on(async {
+        while !STOP.with(|s| s.stopped.get()) {
+            STOP.with(|s| s.notify.notified()).await;
         }
     });
     // close the devices while their runtime still exists

@@ -2,39 +2,35 @@
 //! time: the data, the completion values, the zone report the kernel reads,
 //! and the errno of each failure (what a served device's clients see).
 
-use std::rc::Rc;
-
 use libublk::sys;
-use zns_core::{NvmeStatus, ZonedDevice};
-use zns_device::{Controller, ControllerOptions, Profile, StoreKind};
+use zns_core::NvmeStatus;
+use zns_device::StoreKind;
 use zns_serve::exec::execute;
 use zns_serve::params::{geometry, ublk_params, GeometryError};
 use zns_serve::request::{decode, IoDesc, Request, BLK_ZONE_BYTES};
 use zns_serve::{Done, Failure};
 use zns_sim::timing::HostStack;
 use zns_sim::Runtime;
-use zns_target::Target;
+use zns_target::{OpenOptions, OpenedDevice, Target, TargetSpec};
 
-fn tiny(rt: &Runtime, overrides: &[(&str, &str)]) -> (Controller, Target) {
+/// `tiny` with profile `overrides`, opened as `zns serve` opens it (data
+/// kept in memory); the opened device lives as long as the first value.
+fn tiny(rt: &mut Runtime, overrides: &[(&str, &str)]) -> (OpenedDevice, Target) {
     let o: Vec<(String, String)> = overrides
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    let p = Profile::builtin("tiny")
+    let spec = TargetSpec::parse("tiny")
         .unwrap()
         .with_overrides(&o)
         .unwrap();
-    let c = Controller::new(
-        &rt.handle(),
-        p,
-        ControllerOptions {
-            store: StoreKind::Memory,
-            host_stack: HostStack::IoUringNone,
-        },
-    )
-    .unwrap();
-    let z = Rc::new(c.first_zoned().unwrap()) as Rc<dyn ZonedDevice>;
-    (c, Target::Zoned(z))
+    let opts = OpenOptions {
+        store: StoreKind::Memory,
+        host_stack: HostStack::IoUringNone,
+    };
+    let dev = zns_target::open(rt, &spec, &opts).unwrap();
+    let target = dev.target("tiny", None).unwrap();
+    (dev, target)
 }
 
 fn run(rt: &mut Runtime, dev: &Target, req: Request, payload: &[u8]) -> Result<Done, Failure> {
@@ -59,7 +55,7 @@ const ZONE_SECTORS: u64 = 256 * 8;
 #[test]
 fn writes_read_back_and_appends_say_where_they_landed() {
     let mut rt = Runtime::new(1);
-    let (_c, dev) = tiny(&rt, &[]);
+    let (_c, dev) = tiny(&mut rt, &[]);
     // 40 blocks: more than one command carries (MDTS 32), split in order
     let data: Vec<u8> = (0..40 * 4096).map(|i| (i % 251) as u8).collect();
     let w = run(&mut rt, &dev, kernel(sys::UBLK_IO_OP_WRITE, 320, 0), &data).unwrap();
@@ -90,7 +86,7 @@ fn writes_read_back_and_appends_say_where_they_landed() {
 #[test]
 fn the_zone_report_is_what_linux_reads_from_an_nvme_drive() {
     let mut rt = Runtime::new(2);
-    let (_c, dev) = tiny(&rt, &[]);
+    let (_c, dev) = tiny(&mut rt, &[]);
     let data = vec![7u8; 8 * 4096];
     run(&mut rt, &dev, kernel(sys::UBLK_IO_OP_WRITE, 64, 0), &data).unwrap();
     run(
@@ -169,7 +165,7 @@ fn field_of(data: &[u8], zone: usize, at: usize) -> u64 {
 #[test]
 fn failures_carry_the_nvme_status_and_linuxs_errno_for_it() {
     let mut rt = Runtime::new(3);
-    let (_c, dev) = tiny(&rt, &[]);
+    let (_c, dev) = tiny(&mut rt, &[]);
     let block = vec![1u8; 4096];
     // off the write pointer
     let e = run(&mut rt, &dev, kernel(sys::UBLK_IO_OP_WRITE, 8, 8), &block).unwrap_err();
@@ -212,8 +208,8 @@ fn failures_carry_the_nvme_status_and_linuxs_errno_for_it() {
 
 #[test]
 fn the_kernel_is_told_the_devices_geometry_and_limits() {
-    let rt = Runtime::new(4);
-    let (_c, dev) = tiny(&rt, &[]);
+    let mut rt = Runtime::new(4);
+    let (_c, dev) = tiny(&mut rt, &[]);
     let g = geometry(&dev, 512 * 1024).unwrap();
     let z = g.zoned.unwrap();
     assert_eq!((g.lba_bytes, g.capacity_bytes), (4096, 16 * 256 * 4096));
@@ -240,7 +236,7 @@ fn the_kernel_is_told_the_devices_geometry_and_limits() {
 
     // limits at or above the zone count cannot bind: none (ublk refuses them)
     let (_c, dev) = tiny(
-        &rt,
+        &mut rt,
         &[
             ("namespace.0.zone_count", "4"),
             ("namespace.0.max_open_zones", "4"),
@@ -252,7 +248,7 @@ fn the_kernel_is_told_the_devices_geometry_and_limits() {
 
     // Linux needs power-of-two zone sizes
     let (_c, dev) = tiny(
-        &rt,
+        &mut rt,
         &[
             ("namespace.0.zone_size_lbas", "200"),
             ("namespace.0.zone_capacity_lbas", "192"),
