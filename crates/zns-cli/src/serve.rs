@@ -21,7 +21,8 @@ Each TARGET is a device name as everywhere in zns (docs/targets.md): a
 built-in profile (zn540, zn540-cns, sn540, tiny, ...), a profile TOML file,
 a device image made by `zns create` (its zones and data persist across
 runs; FUA and flushed writes survive a kill -9 of the server), or a RAID
-array (raid:5xzn540,variant=zraid). Every namespace of an emulated
+array (raid:5xzn540,variant=zraid; raid:m0.img,m1.img,m2.img on member
+images keeps the array across runs and recovers it after a kill -9). Every namespace of an emulated
 controller becomes one device: a zoned namespace a host-managed zoned block
 device (/dev/ublkbN: zone report, open, close, finish, reset, append, flush,
 FUA; the geometry and limits of the profile), a conventional namespace a
@@ -39,7 +40,9 @@ Examples:
   sudo zns serve zn540-cns --zones 64            F2FS: metadata on the
   sudo mkfs.f2fs -m -c /dev/ublkb1 /dev/ublkb0   conventional namespace
   sudo zns serve raid:5xzn540 --zones 32 --json  a ZRAID array as one device
-  sudo zns serve dev.img                         an image keeps its data";
+  sudo zns serve dev.img                         an image keeps its data
+  sudo zns serve raid:5xzn540 --stats s.json     at the stop: requests by kind,
+                                                 the array's flash WAF, ...";
 
 #[derive(Args)]
 pub struct ServeArgs {
@@ -67,6 +70,11 @@ pub struct ServeArgs {
     /// Print the devices as one JSON document (then serve).
     #[arg(long)]
     json: bool,
+    /// At the stop, write what was served to FILE as JSON: each device's
+    /// requests by kind (count, bytes, failures), the virtual time, the
+    /// devices' own counters (an array's flash WAF and partial parity).
+    #[arg(long, value_name = "FILE")]
+    stats: Option<std::path::PathBuf>,
 }
 
 pub fn serve(args: ServeArgs) -> Result<ExitCode, CliError> {
@@ -112,6 +120,18 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, CliError> {
     };
     let mut host = Host::start(cfg, move |rt| open_all(rt, &specs, host_stack))
         .map_err(|e| CliError::Input(e.to_string()))?;
+    for dead in zns_serve::remove_dead_devices() {
+        match dead.outcome {
+            Ok(()) => eprintln!(
+                "zns serve: removed ublk device {}, left dead by a server that is gone",
+                dead.dev_id
+            ),
+            Err(why) => eprintln!(
+                "zns serve: ublk device {} was left dead by a server that is gone and stays: {why}",
+                dead.dev_id
+            ),
+        }
+    }
     let mut served = Vec::new();
     for (i, dev) in host.devices().iter().enumerate() {
         match UblkDevice::add(dev, host.link(i), ublk_opts) {
@@ -127,11 +147,57 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, CliError> {
     print_devices(host.devices(), &served, &args)?;
     let signal = wait_for(&signals);
     eprintln!("zns serve: {signal}: removing the devices");
+    let paths: Vec<String> = served.iter().map(|u| u.block_path.clone()).collect();
     for mut u in served {
         u.stop();
     }
-    host.stop();
+    let Some(report) = host.stop() else {
+        return Err(CliError::Io(
+            "the devices' runtime ended without a report (see the messages above)".into(),
+        ));
+    };
+    eprint!("{}", stats_summary(&report, &paths));
+    if let Some(file) = &args.stats {
+        let mut doc = serde_json::to_value(&report).map_err(|e| CliError::Io(e.to_string()))?;
+        doc["speed"] = json!(args.speed);
+        for (d, path) in doc["served"]
+            .as_array_mut()
+            .into_iter()
+            .flatten()
+            .zip(&paths)
+        {
+            d["path"] = json!(path);
+        }
+        std::fs::write(file, format!("{doc:#}\n"))
+            .map_err(|e| CliError::Io(format!("--stats {}: {e}", file.display())))?;
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// One line per served device: its requests by kind.
+fn stats_summary(report: &zns_serve::HostReport, paths: &[String]) -> String {
+    let mut text = format!(
+        "zns serve: served {:.3} s of device time\n",
+        report.virtual_ns as f64 / 1e9
+    );
+    for (d, path) in report.served.iter().zip(paths) {
+        let kinds: Vec<String> = d
+            .requests
+            .by_kind
+            .iter()
+            .map(|(k, c)| match c.failed {
+                0 => format!("{k} {}", c.requests),
+                f => format!("{k} {} ({f} failed)", c.requests),
+            })
+            .collect();
+        let kinds = if kinds.is_empty() {
+            "no requests".to_string()
+        } else {
+            kinds.join(", ")
+        };
+        text += &format!("  {path} {}: {kinds}\n", d.name);
+    }
+    text
 }
 
 /// `--zones N` as an override of the first zoned namespace's zone count
@@ -139,10 +205,11 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, CliError> {
 fn zones_override(spec: &TargetSpec, name: &str, zones: u32) -> Result<(String, String), CliError> {
     let profile = match spec {
         TargetSpec::Profile(p) => p.as_ref(),
-        TargetSpec::Raid(r) => r
-            .members
-            .first()
-            .ok_or_else(|| CliError::Input(format!("{name}: no members")))?,
+        TargetSpec::Raid(r) => r.members.first().ok_or_else(|| {
+            CliError::Usage(format!(
+                "--zones: the members of {name} are device images, which have their geometry already"
+            ))
+        })?,
         TargetSpec::Image(_) | TargetSpec::Linux(_) => {
             return Err(CliError::Usage(format!(
                 "--zones: {name} has its geometry already (an image or a real device)"
@@ -166,7 +233,7 @@ fn open_all(
         host_stack,
     };
     let mut served = Vec::new();
-    let mut keep: Vec<OpenedDevice> = Vec::new();
+    let mut keep: Vec<(String, OpenedDevice)> = Vec::new();
     for (name, spec) in specs {
         let dev = open(rt, spec, &opts).map_err(|e| format!("{name}: {e}"))?;
         let namespaces: Vec<Option<u32>> = match &dev {
@@ -182,12 +249,29 @@ fn open_all(
             };
             served.push((label, target));
         }
-        keep.push(dev);
+        keep.push((name.clone(), dev));
     }
+    let keep = Rc::new(keep);
+    let at_stop = keep.clone();
     Ok(Opened {
         served,
-        keep_alive: Box::new(Rc::new(keep)),
+        keep_alive: Box::new(keep),
+        finish: Box::new(move |rt: &mut zns_sim::Runtime| finish_all(rt, &at_stop)),
     })
+}
+
+/// At the stop: every device shut down cleanly (an array logs its write
+/// pointers, so that its member images reopen where they were), then its
+/// counters, by target name.
+fn finish_all(rt: &mut zns_sim::Runtime, devices: &[(String, OpenedDevice)]) -> serde_json::Value {
+    let mut doc = serde_json::Map::new();
+    for (name, dev) in devices {
+        if let Err(e) = rt.block_on(dev.shutdown()) {
+            eprintln!("zns serve: {name}: shutdown: {e}");
+        }
+        doc.insert(name.clone(), dev.stats_json());
+    }
+    serde_json::Value::Object(doc)
 }
 
 fn print_devices(

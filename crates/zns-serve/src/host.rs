@@ -16,6 +16,7 @@ use zns_sim::{Handle, Remote, Runtime};
 use crate::exec::{execute, Done, Failure};
 use crate::params::{geometry, Geometry, GeometryError};
 use crate::request::Request;
+use crate::stats::{HostReport, RequestCounts, ServedStats};
 use zns_target::Target;
 
 /// How the runtime runs.
@@ -29,13 +30,17 @@ pub struct HostConfig {
     pub io_buf_bytes: u32,
 }
 
-/// What an opener gives the host: the devices to serve, and whatever must
-/// live as long as they do (controllers, an image's store); both are
-/// dropped on the runtime's thread when the host stops, so an image saves
-/// its zone table.
+/// What an opener gives the host: the devices to serve, whatever must live
+/// as long as they do (controllers, an image's store), and what to do at
+/// the stop; all are dropped on the runtime's thread when the host stops,
+/// so an image saves its zone table.
 pub struct Opened {
     pub served: Vec<(String, Target)>,
     pub keep_alive: Box<dyn Any>,
+    /// Runs on the runtime once the last request is done: shuts the devices
+    /// down cleanly (an array logs its write pointers) and returns their
+    /// own counters (for [`HostReport::devices`]).
+    pub finish: Box<dyn FnOnce(&mut Runtime) -> serde_json::Value>,
 }
 
 /// Why the host did not start.
@@ -65,6 +70,8 @@ pub struct HostedDevice {
 thread_local! {
     /// The devices of the host whose runtime runs on this thread.
     static SERVED: RefCell<Vec<Target>> = const { RefCell::new(Vec::new()) };
+    /// The requests each of them completed.
+    static COUNTS: RefCell<Vec<RequestCounts>> = const { RefCell::new(Vec::new()) };
 }
 
 /// The running runtime thread. Dropping it stops the runtime and closes the
@@ -73,6 +80,7 @@ pub struct Host {
     remote: Option<Remote>,
     thread: Option<JoinHandle<()>>,
     devices: Vec<HostedDevice>,
+    report: Option<mpsc::Receiver<HostReport>>,
 }
 
 impl Host {
@@ -82,15 +90,17 @@ impl Host {
         F: FnOnce(&mut Runtime) -> Result<Opened, String> + Send + 'static,
     {
         let (tx, rx) = mpsc::channel();
+        let (report_tx, report_rx) = mpsc::channel();
         let thread = std::thread::Builder::new()
             .name("zns-serve-runtime".into())
-            .spawn(move || run(cfg, open, tx))
+            .spawn(move || run(cfg, open, tx, report_tx))
             .map_err(HostError::Thread)?;
         match rx.recv() {
             Ok(Ok((remote, devices))) => Ok(Host {
                 remote: Some(remote),
                 thread: Some(thread),
                 devices,
+                report: Some(report_rx),
             }),
             Ok(Err(e)) => {
                 let _ = thread.join();
@@ -116,9 +126,10 @@ impl Host {
         }
     }
 
-    /// Stops the runtime (after the requests already handed over) and
-    /// closes the devices.
-    pub fn stop(&mut self) {
+    /// Stops the runtime (after the requests already handed over), closes
+    /// the devices, and returns what they did (`None` when stopped before,
+    /// or when the runtime thread died).
+    pub fn stop(&mut self) -> Option<HostReport> {
         if let Some(remote) = self.remote.take() {
             remote.spawn(|_h: &Handle| {
                 STOP.with(|s| {
@@ -130,6 +141,7 @@ impl Host {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+        self.report.take()?.try_recv().ok()
     }
 }
 
@@ -165,6 +177,12 @@ impl Link {
             };
             drop(h.spawn(async move {
                 let result = execute(&dev, req, &payload).await;
+                let lba_bytes = dev.geometry().lba_bytes;
+                COUNTS.with(|c| {
+                    if let Some(c) = c.borrow_mut().get_mut(index) {
+                        c.count(&req, lba_bytes, result.is_ok());
+                    }
+                });
                 done.complete(result);
             }));
         });
@@ -208,8 +226,12 @@ thread_local! {
 
 type Started = Result<(Remote, Vec<HostedDevice>), HostError>;
 
-fn run<F>(cfg: HostConfig, open: F, started: mpsc::Sender<Started>)
-where
+fn run<F>(
+    cfg: HostConfig,
+    open: F,
+    started: mpsc::Sender<Started>,
+    report: mpsc::Sender<HostReport>,
+) where
     F: FnOnce(&mut Runtime) -> Result<Opened, String>,
 {
     let mut rt = match Runtime::paced(cfg.seed, cfg.speed) {
@@ -241,14 +263,29 @@ where
         }
         served.push(dev);
     }
+    COUNTS.with(|c| *c.borrow_mut() = vec![RequestCounts::default(); served.len()]);
     SERVED.with(|s| *s.borrow_mut() = served);
+    let names: Vec<String> = devices.iter().map(|d| d.name.clone()).collect();
     if started.send(Ok((rt.remote(), devices))).is_err() {
         return;
     }
+    let started_ns = rt.now_ns();
     rt.block_on(async {
         while !STOP.with(|s| s.stopped.get()) {
             STOP.with(|s| s.notify.notified()).await;
         }
+    });
+    let counts = COUNTS.with(|c| std::mem::take(&mut *c.borrow_mut()));
+    let virtual_ns = rt.now_ns() - started_ns;
+    let devices = (opened.finish)(&mut rt);
+    let _ = report.send(HostReport {
+        virtual_ns,
+        served: names
+            .into_iter()
+            .zip(counts)
+            .map(|(name, requests)| ServedStats { name, requests })
+            .collect(),
+        devices,
     });
     // close the devices while their runtime still exists
     SERVED.with(|s| s.borrow_mut().clear());

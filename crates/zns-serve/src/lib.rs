@@ -11,15 +11,18 @@
 //!   errno Linux's NVMe driver gives (pure apart from the device);
 //! - `params`: the geometry the kernel is told, and Linux's limits on it;
 //! - `host`: the runtime thread the devices live on;
-//! - `ublk`: the ublk devices, their queue threads, user copy.
+//! - `ublk`: the ublk devices, their queue threads, user copy;
+//! - `stats`: what the server did (requests by kind, the devices' counters).
 
 pub mod exec;
 pub mod host;
 pub mod params;
 pub mod request;
+pub mod stats;
 pub mod ublk;
 
 pub use exec::{Done, Failure};
 pub use host::{Host, HostConfig, HostError, HostedDevice, Link, Opened};
 pub use params::{Geometry, GeometryError, ZonedGeometry};
-pub use ublk::{UblkDevice, UblkOptions, UblkSetupError};
+pub use stats::{HostReport, KindCounts, RequestCounts, ServedStats};
+pub use ublk::{remove_dead_devices, DeadDevice, UblkDevice, UblkOptions, UblkSetupError};

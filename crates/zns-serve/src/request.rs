@@ -89,6 +89,19 @@ impl Request {
         }
     }
 
+    /// The LBAs of data the request moves or names (reads, writes,
+    /// appends, write-zeroes, discards; 0 for the others).
+    pub fn data_lbas(&self) -> u64 {
+        match *self {
+            Request::Read { nlb, .. }
+            | Request::Write { nlb, .. }
+            | Request::ZoneAppend { nlb, .. }
+            | Request::WriteZeroes { nlb, .. }
+            | Request::Discard { nlb, .. } => nlb,
+            _ => 0,
+        }
+    }
+
     /// A short name for logs.
     pub fn name(&self) -> &'static str {
         match self {

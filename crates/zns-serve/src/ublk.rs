@@ -159,6 +159,93 @@ impl UblkDevice {
     }
 }
 
+/// A ublk device whose server died without removing it (a `kill -9`):
+/// the kernel removes its block device, but its character device and
+/// number stay until someone deletes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeadDevice {
+    pub dev_id: u32,
+    /// Deleted, or why not.
+    pub outcome: Result<(), String>,
+}
+
+/// Deletes the ublk devices left by servers that are gone: the device is
+/// dead (the kernel has stopped it and removed its block device), it does
+/// not wait for a new server (no user recovery), and no process holds its
+/// character device `/dev/ublkcN` open (a server opens it before it starts
+/// its device, so a device another server is setting up is left alone).
+/// The kernel forgets a stopped device's server (its pid reads -1), so
+/// that is what tells. Returns the devices found, deleted or not (and
+/// why). The deletion does not wait for the kernel to release the device
+/// (`UBLK_CMD_DEL_DEV_ASYNC`): a file system still mounted on it must not
+/// hang the new server.
+pub fn remove_dead_devices() -> Vec<DeadDevice> {
+    let Ok(entries) = std::fs::read_dir("/sys/class/ublk-char") else {
+        return Vec::new();
+    };
+    if ctrl_ring_on_this_thread().is_err() {
+        return Vec::new();
+    }
+    let ids: Vec<u32> = entries
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            name.strip_prefix("ublkc")?.parse::<u32>().ok()
+        })
+        .collect();
+    let mut found = Vec::new();
+    for dev_id in ids {
+        let Ok(ctrl) = UblkCtrl::new_simple(dev_id as i32) else {
+            continue;
+        };
+        if ctrl.read_dev_info().is_err() {
+            continue;
+        }
+        let info = ctrl.dev_info();
+        let recovers = info.flags & u64::from(sys::UBLK_F_USER_RECOVERY) != 0;
+        if u32::from(info.state) != sys::UBLK_S_DEV_DEAD
+            || recovers
+            || char_device_in_use(&format!("/dev/ublkc{dev_id}"))
+        {
+            continue;
+        }
+        let outcome = ctrl
+            .del_dev_async()
+            .map(|_| ())
+            .map_err(|e| format!("deleting it failed: {e}"));
+        found.push(DeadDevice { dev_id, outcome });
+    }
+    found
+}
+
+/// Whether any process holds `path` open (a scan of /proc/*/fd; a process
+/// whose descriptors cannot be read is skipped — `zns serve` runs as root,
+/// which reads them all).
+fn char_device_in_use(path: &str) -> bool {
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return true;
+    };
+    for p in procs.flatten() {
+        if !p
+            .file_name()
+            .to_string_lossy()
+            .bytes()
+            .all(|b| b.is_ascii_digit())
+        {
+            continue;
+        }
+        let Ok(fds) = std::fs::read_dir(p.path().join("fd")) else {
+            continue; // gone meanwhile
+        };
+        for fd in fds.flatten() {
+            if std::fs::read_link(fd.path()).is_ok_and(|t| t.as_os_str() == path) {
+                return true;
+            }
+        }
+    }
+    false
+}
+
 /// libublk sends control commands through a ring of the calling thread:
 /// every thread that adds, starts, stops or removes a device needs one.
 fn ctrl_ring_on_this_thread() -> Result<(), UblkError> {
@@ -394,4 +481,22 @@ fn whole(
         done += n as usize;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::char_device_in_use;
+
+    #[test]
+    fn a_file_held_open_is_in_use() {
+        let dir = std::env::temp_dir().join(format!("zns-serve-inuse-{}", std::process::id()));
+        std::fs::write(&dir, b"x").unwrap();
+        let path = dir.to_str().unwrap().to_string();
+        assert!(!char_device_in_use(&path));
+        let held = std::fs::File::open(&dir).unwrap();
+        assert!(char_device_in_use(&path));
+        drop(held);
+        assert!(!char_device_in_use(&path));
+        std::fs::remove_file(&dir).unwrap();
+    }
 }

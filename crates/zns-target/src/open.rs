@@ -242,6 +242,45 @@ impl OpenedDevice {
             _ => None,
         }
     }
+
+    /// A clean shutdown before the device is dropped: an array waits for its
+    /// background work, flushes its members and logs every zone's write
+    /// pointer (`RaidArray::shutdown`), so that reopening its member images
+    /// finds each zone where it was. Controllers need none (dropping one
+    /// saves its image).
+    pub async fn shutdown(&self) -> Result<(), NvmeError> {
+        match self {
+            OpenedDevice::Raid { array, .. } => array.shutdown().await,
+            _ => Ok(()),
+        }
+    }
+
+    /// The device's own counters as JSON: every emulated controller's
+    /// commands (`ControllerStats`) and FTL counters by namespace, and an
+    /// array's `RaidStats` with its flash blocks and flash write
+    /// amplification.
+    pub fn stats_json(&self) -> serde_json::Value {
+        let controllers: Vec<serde_json::Value> = self
+            .controllers()
+            .iter()
+            .map(|c| {
+                let ftl: BTreeMap<String, _> = (1..=c.namespace_count())
+                    .filter_map(|n| Some((n.to_string(), c.ftl_stats(n)?)))
+                    .collect();
+                serde_json::json!({ "commands": c.stats(), "ftl": ftl })
+            })
+            .collect();
+        let mut doc = serde_json::json!({ "controllers": controllers });
+        if let Some(r) = self.raid_stats() {
+            doc["raid"] = serde_json::json!({
+                "counters": r,
+                "flash_blocks": r.flash_blocks(),
+                "member_write_blocks": r.member_write_blocks(),
+                "flash_waf": r.flash_waf(),
+            });
+        }
+        doc
+    }
 }
 
 /// The devices a run has opened, by device name: each is opened on first

@@ -1,12 +1,15 @@
 //! `raid:` device names: [`RaidSpec`], a RAID array of emulated ZNS devices
-//! (its members' profiles, the array's options, the members' host stack and
-//! zone aggregation), and creating the array it describes: one emulated
-//! controller per member, each member's first zoned namespace (optionally
-//! aggregated, `zns_raid::aggr`), and a new array over them.
+//! (its members' profiles or device images, the array's options, the
+//! members' host stack and zone aggregation), and creating the array it
+//! describes: one emulated controller per member, each member's first zoned
+//! namespace (optionally aggregated, `zns_raid::aggr`), and a new array
+//! over them — or, on member images that hold one already, the array they
+//! hold, recovered (`RaidArray::open`).
 
+use std::path::PathBuf;
 use std::rc::Rc;
 
-use zns_core::ZonedDevice;
+use zns_core::{ReportFilter, ZoneState, ZonedDevice};
 use zns_device::{Controller, ControllerOptions, Profile, StoreKind};
 use zns_raid::{AggregatedZns, Policy, RaidArray, RaidOptions, Variant};
 use zns_sim::timing::HostStack;
@@ -19,8 +22,12 @@ use crate::size::{check_whole_blocks, parse_bytes};
 /// docs/targets.md). Example: `raid:5xzn540,variant=raizn+,chunk=64k`.
 #[derive(Debug, Clone)]
 pub struct RaidSpec {
-    /// Every member's profile, in array order.
+    /// Every member's profile, in array order (empty when the members are
+    /// images).
     pub members: Vec<Profile>,
+    /// Every member's device image, in array order (empty when the members
+    /// are profiles): the array and its data persist across runs.
+    pub images: Vec<PathBuf>,
     pub options: RaidOptions,
     /// Host stack of every member (default from the variant: mq-deadline for
     /// raizn, raizn+ and z, none for the others).
@@ -30,15 +37,20 @@ pub struct RaidSpec {
 }
 
 impl RaidSpec {
-    /// The members' names (their profiles' names), in array order.
+    /// The members' names (their profiles' names, or their images' paths),
+    /// in array order.
     pub fn member_names(&self) -> impl Iterator<Item = &str> {
-        self.members.iter().map(|p| p.name.as_str())
+        let images = self.images.iter().map(|p| p.to_str().unwrap_or("?"));
+        self.members.iter().map(|p| p.name.as_str()).chain(images)
     }
 
     /// Creates the array on `rt`: opens one controller per member with
     /// `store` (with `StoreKind::None` the members keep no data, so the
     /// array is built timing-only: no parity computed, reads return zeros)
-    /// and formats the members. Errors name the member.
+    /// and formats the members. Member images keep their data (`store` does
+    /// not apply): empty images are formatted into a new array, images that
+    /// hold one give that array back, recovered as after a crash (ZRAID
+    /// only). Errors name the member.
     pub fn create(
         &self,
         rt: &mut Runtime,
@@ -46,15 +58,23 @@ impl RaidSpec {
     ) -> Result<(RaidArray, Vec<Controller>), String> {
         let handle = rt.handle();
         let mut ctrls = Vec::new();
-        let mut devs: Vec<Rc<dyn ZonedDevice>> = Vec::new();
         for (i, profile) in self.members.iter().enumerate() {
-            let name = &profile.name;
             let opts = ControllerOptions {
                 store,
                 host_stack: self.member_stack,
             };
             let c = Controller::new(&handle, profile.clone(), opts)
-                .map_err(|e| format!("member {i} ({name}): {e}"))?;
+                .map_err(|e| format!("member {i} ({}): {e}", profile.name))?;
+            ctrls.push(c);
+        }
+        for (i, path) in self.images.iter().enumerate() {
+            let c = Controller::open_image(&handle, path, self.member_stack)
+                .map_err(|e| format!("member {i} (device image {}): {e}", path.display()))?;
+            ctrls.push(c);
+        }
+        let names: Vec<String> = self.member_names().map(str::to_string).collect();
+        let mut devs: Vec<Rc<dyn ZonedDevice>> = Vec::new();
+        for (i, (c, name)) in ctrls.iter().zip(&names).enumerate() {
             let z = c
                 .first_zoned()
                 .ok_or_else(|| format!("member {i} ({name}) has no zoned namespace"))?;
@@ -69,17 +89,38 @@ impl RaidSpec {
             } else {
                 devs.push(Rc::new(z));
             }
-            ctrls.push(c);
         }
+        let keeps_data = !self.images.is_empty() || store != StoreKind::None;
         let options = RaidOptions {
-            timing_only: self.options.timing_only || store == StoreKind::None,
+            timing_only: self.options.timing_only || !keeps_data,
             ..self.options
         };
-        let array = rt
-            .block_on(RaidArray::create(&handle, devs, options))
-            .map_err(|e| e.to_string())?;
+        let existing = !self.images.is_empty() && rt.block_on(any_zone_written(&devs))?;
+        let array = if existing {
+            rt.block_on(RaidArray::open(&handle, devs, options))
+                .map_err(|e| format!("the array on {}: {e}", names.join(",")))?
+        } else {
+            rt.block_on(RaidArray::create(&handle, devs, options))
+                .map_err(|e| e.to_string())?
+        };
         Ok((array, ctrls))
     }
+}
+
+/// Whether any member has a zone that is not empty (a new array writes its
+/// superblocks at creation, so members holding an array always have one).
+async fn any_zone_written(devs: &[Rc<dyn ZonedDevice>]) -> Result<bool, String> {
+    for (i, d) in devs.iter().enumerate() {
+        let zones = d.config().zone_count as usize;
+        let report = d
+            .report_zones(0, ReportFilter::All, zones)
+            .await
+            .map_err(|e| format!("member {i}: zone report: {e}"))?;
+        if report.iter().any(|z| z.state != ZoneState::Empty) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// The members' host stack a variant implies: mq-deadline for the variants
@@ -122,6 +163,7 @@ impl std::str::FromStr for RaidSpec {
     type Err = String;
     fn from_str(s: &str) -> Result<RaidSpec, String> {
         let mut members = Vec::new();
+        let mut images = Vec::new();
         let mut options = RaidOptions::default();
         let mut stack: Option<HostStack> = None;
         let mut aggregate = 1u32;
@@ -172,21 +214,37 @@ impl std::str::FromStr for RaidSpec {
             if count == 0 || count > 64 || name.is_empty() {
                 return Err(format!("{item}: expected NxDEVICE with 1 ≤ N ≤ 64"));
             }
-            let index = members.len();
+            let index = members.len() + images.len();
             if name.starts_with("raid:") {
                 return Err(format!("member {index}: an array cannot be a member"));
             }
-            let profile =
-                Profile::load(name).map_err(|e| format!("member {index} ({name}): {e}"))?;
-            members.extend(std::iter::repeat(profile).take(count));
+            match crate::spec::TargetSpec::parse(name) {
+                Ok(crate::spec::TargetSpec::Image(path)) if count == 1 => images.push(path),
+                Ok(crate::spec::TargetSpec::Image(_)) => {
+                    return Err(format!(
+                        "{item}: a device image is one member (name each image once)"
+                    ))
+                }
+                _ => {
+                    let profile =
+                        Profile::load(name).map_err(|e| format!("member {index} ({name}): {e}"))?;
+                    members.extend(std::iter::repeat(profile).take(count));
+                }
+            }
+            if !members.is_empty() && !images.is_empty() {
+                return Err(format!(
+                    "member {index} ({name}): the members are all profiles or all device images"
+                ));
+            }
         }
-        if members.is_empty() {
+        if members.is_empty() && images.is_empty() {
             return Err(
                 "no members (e.g. raid:5xzn540 or raid:zn540,zn540,zn540,variant=raizn+)".into(),
             );
         }
         Ok(RaidSpec {
             members,
+            images,
             member_stack: stack.unwrap_or(default_member_stack(options.variant)),
             options,
             aggregate,

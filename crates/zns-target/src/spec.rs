@@ -72,6 +72,10 @@ impl TargetSpec {
                 .with_overrides(overrides)
                 .map(TargetSpec::from)
                 .map_err(|e| e.to_string()),
+            TargetSpec::Raid(r) if !r.images.is_empty() => Err(format!(
+                "raid:{}: profile overrides apply to profiles, not to member device images (they have their own geometry)",
+                r.member_names().collect::<Vec<_>>().join(",")
+            )),
             TargetSpec::Raid(mut r) => {
                 for m in &mut r.members {
                     *m = m.with_overrides(overrides).map_err(|e| e.to_string())?;
