@@ -51,6 +51,7 @@ fn device(dev: Dev) -> DeviceSpec {
                 .unwrap();
             let mut d = DeviceSpec::new(zns_target::RaidSpec {
                 members: vec![member; 3],
+                images: Vec::new(),
                 options: zns_raid::RaidOptions {
                     variant,
                     ..zns_raid::RaidOptions::default()
