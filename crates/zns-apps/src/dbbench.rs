@@ -1,0 +1,133 @@
+//! RocksDB's `db_bench`: the options of a run and the figures its report
+//! gives per benchmark — the summary line (`fillseq : 7.640 micros/op
+//! 130890 ops/sec 15.3 seconds 2000000 operations; 14.5 MB/s`) and, with
+//! `--histogram=1`, the first latency histogram's percentiles after it
+//! (`Percentiles: P50: 0.55 P75: … P99: 44.87 P99.9: 74.18 …`, in µs), as
+//! `../shared/data/zn540/nvmeb_rocksdb_dbbench.csv` has them.
+
+use serde::Serialize;
+
+use crate::{run, AppError};
+
+/// One benchmark's figures.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BenchResult {
+    pub benchmark: String,
+    pub micros_per_op: f64,
+    pub ops_per_sec: f64,
+    pub seconds: Option<f64>,
+    pub operations: Option<u64>,
+    pub mb_per_s: Option<f64>,
+    pub p50_us: Option<f64>,
+    pub p99_us: Option<f64>,
+    pub p99_9_us: Option<f64>,
+}
+
+/// Runs `db_bench ARGS…` and parses its report.
+pub fn run_db_bench(args: &[String]) -> Result<(Vec<BenchResult>, String), AppError> {
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = run("db_bench", &refs, &[])?;
+    let results = parse_report(&out);
+    if results.is_empty() {
+        return Err(AppError::Report {
+            program: "db_bench".into(),
+            what: format!("no benchmark summary line in its report:\n{out}"),
+        });
+    }
+    Ok((results, out))
+}
+
+/// Every benchmark summary in a `db_bench` report, with the percentiles of
+/// the first histogram that follows each.
+pub fn parse_report(text: &str) -> Vec<BenchResult> {
+    let mut results: Vec<BenchResult> = Vec::new();
+    let mut want_percentiles = false;
+    for line in text.lines() {
+        if let Some(r) = parse_summary(line) {
+            results.push(r);
+            want_percentiles = true;
+        } else if want_percentiles && line.trim_start().starts_with("Percentiles:") {
+            if let Some(r) = results.last_mut() {
+                r.p50_us = percentile(line, "P50:");
+                r.p99_us = percentile(line, "P99:");
+                r.p99_9_us = percentile(line, "P99.9:");
+            }
+            want_percentiles = false;
+        }
+    }
+    results
+}
+
+/// `NAME : X micros/op Y ops/sec [Z seconds N operations;] [M MB/s]`.
+fn parse_summary(line: &str) -> Option<BenchResult> {
+    let (name, rest) = line.split_once(':')?;
+    let name = name.trim();
+    if name.is_empty() || name.contains(' ') || !rest.contains("micros/op") {
+        return None;
+    }
+    let words: Vec<&str> = rest.split_whitespace().collect();
+    let before = |unit: &str| -> Option<f64> {
+        let i = words.iter().position(|w| w.trim_end_matches(';') == unit)?;
+        words.get(i.checked_sub(1)?)?.parse().ok()
+    };
+    Some(BenchResult {
+        benchmark: name.to_string(),
+        micros_per_op: before("micros/op")?,
+        ops_per_sec: before("ops/sec")?,
+        seconds: before("seconds"),
+        operations: before("operations").map(|v| v as u64),
+        mb_per_s: before("MB/s"),
+        p50_us: None,
+        p99_us: None,
+        p99_9_us: None,
+    })
+}
+
+fn percentile(line: &str, key: &str) -> Option<f64> {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let i = words.iter().position(|w| *w == key)?;
+    words.get(i + 1)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const REPORT: &str = "\
+RocksDB:    version 7.8.3
+Keys:       16 bytes each (+ 0 bytes user-defined timestamp)
+------------------------------------------------
+DB path: [/mnt/f2fs/db]
+fillseq      :      15.123 micros/op 66123 ops/sec 1.512 seconds 100000 operations;    7.3 MB/s
+Microseconds per write:
+Count: 100000 Average: 15.1200  StdDev: 40.11
+Min: 1  Median: 0.5500  Max: 8812
+Percentiles: P50: 0.55 P75: 0.81 P99: 44.87 P99.9: 74.18 P99.99: 380.20
+------------------------------------------------------
+readrandom   :     211.677 micros/op 151163 ops/sec 1800.217 seconds 272130000 operations;  103.2 MB/s (272130000 of 272130000 found)
+";
+
+    #[test]
+    fn summaries_and_their_percentiles_are_read() {
+        let r = parse_report(REPORT);
+        assert_eq!(r.len(), 2);
+        assert_eq!(r[0].benchmark, "fillseq");
+        assert_eq!(r[0].ops_per_sec, 66123.0);
+        assert_eq!(r[0].micros_per_op, 15.123);
+        assert_eq!(r[0].operations, Some(100000));
+        assert_eq!(r[0].mb_per_s, Some(7.3));
+        assert_eq!(r[0].p50_us, Some(0.55));
+        assert_eq!(r[0].p99_us, Some(44.87));
+        assert_eq!(r[0].p99_9_us, Some(74.18));
+        assert_eq!(r[1].benchmark, "readrandom");
+        assert_eq!(r[1].ops_per_sec, 151163.0);
+        assert_eq!(r[1].mb_per_s, Some(103.2));
+        assert_eq!(r[1].p99_us, None);
+    }
+
+    #[test]
+    fn lines_that_are_not_summaries_are_ignored() {
+        assert!(parse_report("Keys: 16 bytes each\nDB path: [/x]\n").is_empty());
+        assert!(parse_summary("fillseq : fast").is_none());
+    }
+}

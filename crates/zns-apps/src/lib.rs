@@ -1,0 +1,77 @@
+//! zns-apps: real applications on served devices, for the papers'
+//! application experiments (docs/apps.md). It runs programs no one here
+//! wrote — `zns serve`, `mkfs.f2fs`, `mount`, fio, RocksDB's `db_bench` —
+//! on a Linux host with ublk (or inside the ublk guest), and turns their
+//! reports and the served devices' counters into numbers.
+//!
+//! Like zns-serve and the fio engine, this crate sits outside the
+//! deterministic layers: it starts processes and its results depend on the
+//! host; the emulated devices underneath stay deterministic.
+//!
+//! - `served`: a `zns serve` process and its devices (stopped on drop);
+//! - `mount`: a file system made and mounted on served devices (unmounted
+//!   on drop);
+//! - `dbbench`: `db_bench` runs and the figures in its report;
+//! - `fio`: fio runs (job files with variables) and their JSON report.
+
+pub mod dbbench;
+pub mod fio;
+pub mod mount;
+pub mod served;
+
+/// Why an application step failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AppError {
+    /// A program could not be started (not installed?).
+    #[error("{program}: cannot start: {source}")]
+    Spawn {
+        program: String,
+        source: std::io::Error,
+    },
+    /// A program exited with an error.
+    #[error("{program} failed ({status}): {output}")]
+    Failed {
+        program: String,
+        status: String,
+        output: String,
+    },
+    /// A program's report did not say what it should.
+    #[error("{program}: {what}")]
+    Report { program: String, what: String },
+    #[error("{0}")]
+    Io(String),
+}
+
+/// Runs `program args…`; its stdout, or `AppError::Failed` with the tail of
+/// its stderr and stdout.
+pub fn run(program: &str, args: &[&str], env: &[(&str, &str)]) -> Result<String, AppError> {
+    let mut cmd = std::process::Command::new(program);
+    cmd.args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().map_err(|source| AppError::Spawn {
+        program: program.to_string(),
+        source,
+    })?;
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    if !out.status.success() {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        return Err(AppError::Failed {
+            program: format!("{program} {}", args.join(" ")),
+            status: out.status.to_string(),
+            output: tail(&format!("{stderr}{stdout}"), 2000),
+        });
+    }
+    Ok(stdout)
+}
+
+/// The last `max` bytes of `text` (at a character boundary).
+fn tail(text: &str, max: usize) -> String {
+    let mut start = text.len().saturating_sub(max);
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    text[start..].to_string()
+}
