@@ -1,5 +1,5 @@
-# Debian package helpers shared by scripts/setup, scripts/build-fio-engine
-# and scripts/guest-test (sourced, not run). Every helper is idempotent: a
+# Debian package helpers shared by scripts/setup, scripts/build-fio-engine,
+# scripts/guest-test and scripts/serve-guest-test (sourced, not run). Every helper is idempotent: a
 # package already installed or a source already present is left alone.
 #
 #   apt_missing PKG...            prints the packages not installed
@@ -11,6 +11,9 @@
 #                                 ship with
 #   apt_add_source NAME BODY      writes /etc/apt/sources.list.d/NAME.sources
 #                                 (deb822) and runs apt-get update
+#   apt_add_deb_src               a deb-src entry for bookworm main (in
+#                                 znskit-deb-src.sources) when apt has no
+#                                 deb-src entry, for `apt-get source`
 #
 # Runs apt as root, or through sudo when that is available.
 
@@ -51,6 +54,16 @@ apt_add_backports() {
     apt_add_source znskit-backports "Types: deb
 URIs: http://deb.debian.org/debian
 Suites: bookworm-backports
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg"
+}
+
+apt_add_deb_src() {
+    grep -rqsE '^(Types:.*deb-src|deb-src )' /etc/apt/sources.list /etc/apt/sources.list.d/ && return 0
+    echo "adding a deb-src entry for bookworm main" >&2
+    apt_add_source znskit-deb-src "Types: deb-src
+URIs: http://deb.debian.org/debian
+Suites: bookworm
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg"
 }

@@ -22,9 +22,16 @@
 #                                     same path) with every library ldd lists
 #   guest_pack STAGE OUT              STAGE as a gzip'd newc cpio archive
 #   guest_cached_bins OUT FILE...     OUT-<key>.cpio.gz (path on stdout): the
-#                                     FILEs at their own paths with their
+#                                     FILEs at their own paths (a FILE given
+#                                     as SRC=DEST: SRC at DEST) with their
 #                                     libraries, rebuilt only when one of them
 #                                     changes (size or mtime)
+#   guest_f2fs_tools DIR              mkfs.f2fs and fsck.f2fs that format
+#                                     zones of 4 GiB and more: Debian's
+#                                     f2fs-tools source of the installed
+#                                     version with guest_f2fs_patch, built
+#                                     once into DIR/f2fs-tools-<version>-<key>/;
+#                                     sets guest_f2fs_mkfs, guest_f2fs_fsck
 #   guest_boot LOG LIMIT QEMU_ARG...  boots qemu-system-x86_64 (TCG, 2 CPUs,
 #                                     serial console, no network) for at most
 #                                     LIMIT seconds, console in LOG and every
@@ -210,27 +217,126 @@ guest_pack() { # STAGE OUT
     mv "$2.tmp" "$2"
 }
 
-guest_cached_bins() { # OUT FILE...
+guest_cached_bins() { # OUT FILE|SRC=DEST...
     local out=$1
     shift
     local f key files=()
     for f in "$@"; do
-        [ -e "$f" ] || { guest_log "missing $f"; return 1; }
-        files+=("$f" $(guest_libs "$f"))
+        [ -e "${f%%=*}" ] || { guest_log "missing ${f%%=*}"; return 1; }
+        files+=("${f%%=*}" $(guest_libs "${f%%=*}"))
     done
-    key=$(stat -L -c '%n %s %Y' "${files[@]}" | sha256sum | cut -c1-16)
+    key=$({
+        printf '%s\n' "$@"
+        stat -L -c '%n %s %Y' "${files[@]}"
+    } | sha256sum | cut -c1-16)
     if [ ! -s "$out-$key.cpio.gz" ]; then
         guest_log "packing $# programs and their libraries ($out-$key.cpio.gz)"
         rm -f "$out"-*.cpio.gz
         local stage
         stage=$(mktemp -d)
         for f in "$@"; do
-            guest_stage_bin "$stage" "$f"
+            case "$f" in
+                *=*) guest_stage_bin "$stage" "${f%%=*}" "${f#*=}" ;;
+                *) guest_stage_bin "$stage" "$f" ;;
+            esac
         done
         guest_pack "$stage" "$out-$key.cpio.gz"
         rm -rf "$stage"
     fi
     echo "$out-$key.cpio.gz"
+}
+
+# --------------------------------------------------------------- f2fs-tools
+# mkfs.f2fs keeps the size of an F2FS zone (one section: one device zone)
+# in bytes in 32 bits (f2fs_prepare_super_block in mkfs/f2fs_format.c:
+# zone_size_bytes; bookworm's f2fs-tools 1.15.0 and trixie's 1.16.0 alike).
+# Zones of 4 GiB or more make it 0, and aligning segment 0 to a zone divides
+# by it: SIGFPE ("trap divide error" in the kernel log), whatever the zone
+# capacity or the metadata device. The patch computes it in 64 bits; for
+# smaller zones the value, and so what mkfs writes, is unchanged.
+guest_f2fs_patch() {
+    cat <<'EOF'
+--- a/mkfs/f2fs_format.c
++++ b/mkfs/f2fs_format.c
+@@ -212,7 +212,8 @@
+ 	uint32_t blk_size_bytes;
+ 	uint32_t log_sectorsize, log_sectors_per_block;
+ 	uint32_t log_blocksize, log_blks_per_seg;
+-	uint32_t segment_size_bytes, zone_size_bytes;
++	uint32_t segment_size_bytes;
++	uint64_t zone_size_bytes;
+ 	uint32_t sit_segments, nat_segments;
+ 	uint32_t blocks_for_sit, blocks_for_nat, blocks_for_ssa;
+ 	uint32_t total_valid_blks_available;
+@@ -245,7 +246,7 @@
+ 	blk_size_bytes = 1 << log_blocksize;
+ 	segment_size_bytes = blk_size_bytes * c.blks_per_seg;
+ 	zone_size_bytes =
+-		blk_size_bytes * c.secs_per_zone *
++		(uint64_t)blk_size_bytes * c.secs_per_zone *
+ 		c.segs_per_sec * c.blks_per_seg;
+ 
+ 	set_sb(checksum_offset, 0);
+EOF
+}
+
+guest_f2fs_tools() { # DIR
+    local dir=$1 ver key out tmp src log t0 f flags
+    ver=$(dpkg-query -W -f='${Version}' f2fs-tools 2>/dev/null) || {
+        guest_log "f2fs-tools is not installed (its version is the source to build)"
+        return 1
+    }
+    key=$({
+        echo "guest-f2fs 1 $ver"
+        guest_f2fs_patch
+    } | sha256sum | cut -c1-12)
+    out="$dir/f2fs-tools-$ver-$key"
+    guest_f2fs_mkfs="$out/mkfs.f2fs"
+    guest_f2fs_fsck="$out/fsck.f2fs"
+    [ -e "$out/.ready" ] && return 0
+    t0=$(guest_now)
+    mkdir -p "$dir"
+    log="$dir/f2fs-tools-build.log"
+    guest_log "building f2fs-tools $ver from Debian's source with the zone-size patch (log: $log)"
+    apt_install dpkg-dev gcc make patch autoconf automake libtool pkg-config \
+        uuid-dev libblkid-dev libselinux1-dev
+    apt_add_deb_src
+    tmp=$(mktemp -d "$dir/.f2fs.XXXXXX")
+    if ! (cd "$tmp" && apt-get source -q "f2fs-tools=$ver") >"$log" 2>&1; then
+        # stale source lists?
+        "${apt_as_root[@]}" apt-get update -qq || true
+        rm -rf "${tmp:?}"/*
+        if ! (cd "$tmp" && apt-get source -q "f2fs-tools=$ver") >"$log" 2>&1; then
+            tail -20 "$log" >&2
+            rm -rf "$tmp"
+            guest_log "cannot fetch the source of f2fs-tools $ver (apt-get source: a deb-src entry, the network?)"
+            return 1
+        fi
+    fi
+    src=$(ls -d "$tmp"/f2fs-tools-*/ | head -1)
+    # Debian's own build (debian/rules): hardening=+all, --disable-shared
+    flags=()
+    for f in CFLAGS CPPFLAGS LDFLAGS; do
+        flags+=("$f=$(DEB_BUILD_MAINT_OPTIONS=hardening=+all dpkg-buildflags --get "$f")")
+    done
+    if ! { guest_f2fs_patch | patch -d "$src" -p1 --forward &&
+        (cd "$src" && ./autogen.sh && ./configure --disable-shared "${flags[@]}" &&
+            make -j"$(nproc)" -C lib && make -j"$(nproc)" -C mkfs && make -j"$(nproc)" -C fsck) &&
+        mkdir "$tmp/out" &&
+        cp "$src/mkfs/mkfs.f2fs" "$src/fsck/fsck.f2fs" "$tmp/out/" &&
+        strip "$tmp/out/mkfs.f2fs" "$tmp/out/fsck.f2fs" &&
+        "$tmp/out/mkfs.f2fs" -V; } >>"$log" 2>&1; then
+        tail -30 "$log" >&2
+        rm -rf "$tmp"
+        guest_log "building f2fs-tools $ver failed (log: $log)"
+        return 1
+    fi
+    # older builds are of no use any more
+    rm -rf "$dir"/f2fs-tools-*/
+    mv "$tmp/out" "$out"
+    rm -rf "$tmp"
+    touch "$out/.ready"
+    guest_log "f2fs-tools $ver built in $(guest_elapsed "$t0") s"
 }
 
 # -------------------------------------------------------------------- boot
