@@ -1,8 +1,11 @@
 //! fio runs for application workloads: a job file (with `${VAR}`s fio
 //! expands from the environment) run with `--output-format=json`, and the
 //! figures its JSON report gives summed over the jobs: read and write IOPS
-//! and bandwidth, and syncs (fsync/fdatasync) per second — together the
-//! operations per second a filebench personality's I/O flowops make.
+//! and bandwidth — together the calls per second a filebench personality's
+//! I/O flowops make (its writes are O_SYNC/O_DSYNC where filebench
+//! fsyncs, so each write is its own sync; docs/filebench-fio.md). A job
+//! that reports an error fails the run: flow-locked jobs stall when one
+//! dies, and their figures mean nothing.
 
 use std::path::Path;
 
@@ -16,21 +19,21 @@ use crate::{run, AppError};
 pub struct FioResult {
     pub read_iops: f64,
     pub write_iops: f64,
-    pub sync_per_s: f64,
     pub read_mib_per_s: f64,
     pub write_mib_per_s: f64,
 }
 
 impl FioResult {
-    /// Reads, writes and syncs per second.
+    /// Reads and writes per second.
     pub fn ops_per_s(&self) -> f64 {
-        self.read_iops + self.write_iops + self.sync_per_s
+        self.read_iops + self.write_iops
     }
 }
 
 /// Runs fio on `job_file` with `env` (the job file's variables); the
 /// summed figures and the JSON report.
 pub fn run_fio(job_file: &Path, env: &[(&str, &str)]) -> Result<(FioResult, Value), AppError> {
+    raise_open_file_limit();
     let file = job_file.to_string_lossy();
     let out = run("fio", &["--output-format=json", &file], env)?;
     // (fio may print notes before the document)
@@ -39,33 +42,51 @@ pub fn run_fio(job_file: &Path, env: &[(&str, &str)]) -> Result<(FioResult, Valu
         program: "fio".into(),
         what: format!("its JSON report: {e}"),
     })?;
-    let r = summarize(&doc).ok_or_else(|| AppError::Report {
+    let r = summarize(&doc).map_err(|what| AppError::Report {
         program: "fio".into(),
-        what: "its JSON report has no jobs".into(),
+        what,
     })?;
     Ok((r, doc))
 }
 
-/// Sums a fio JSON report's jobs.
-pub fn summarize(doc: &Value) -> Option<FioResult> {
-    let jobs = doc.get("jobs")?.as_array()?;
-    if jobs.is_empty() {
-        return None;
+/// Raises this process's soft limit of open files to its hard limit (fio
+/// inherits it): the personalities' flow-locked threads keep all their
+/// files open (50 × NFILES for FILESERVER).
+fn raise_open_file_limit() {
+    // SAFETY: getrlimit and setrlimit read and write a plain struct we own.
+    unsafe {
+        let mut lim: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
+            lim.rlim_cur = lim.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        }
     }
+}
+
+/// Sums a fio JSON report's jobs; an error when it has none or a job
+/// failed.
+pub fn summarize(doc: &Value) -> Result<FioResult, String> {
+    let jobs = doc
+        .get("jobs")
+        .and_then(Value::as_array)
+        .filter(|j| !j.is_empty())
+        .ok_or("its JSON report has no jobs")?;
     let mut r = FioResult::default();
     for j in jobs {
+        let error = j["error"].as_i64().unwrap_or(0);
+        if error != 0 {
+            return Err(format!(
+                "job {} failed with error {error}",
+                j["jobname"].as_str().unwrap_or("?")
+            ));
+        }
         let f = |dir: &str, key: &str| j[dir][key].as_f64().unwrap_or(0.0);
         r.read_iops += f("read", "iops");
         r.write_iops += f("write", "iops");
         r.read_mib_per_s += f("read", "bw_bytes") / 1048576.0;
         r.write_mib_per_s += f("write", "bw_bytes") / 1048576.0;
-        let runtime_ms = j["job_runtime"].as_f64().unwrap_or(0.0);
-        let syncs = j["sync"]["total_ios"].as_f64().unwrap_or(0.0);
-        if runtime_ms > 0.0 {
-            r.sync_per_s += syncs / (runtime_ms / 1000.0);
-        }
     }
-    Some(r)
+    Ok(r)
 }
 
 #[cfg(test)]
@@ -73,20 +94,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn jobs_are_summed_with_their_syncs() {
+    fn jobs_are_summed_and_a_failed_job_fails_the_run() {
         let doc = serde_json::json!({"jobs": [
-            {"job_runtime": 2000, "read": {"iops": 100.0, "bw_bytes": 1048576.0},
-             "write": {"iops": 50.0, "bw_bytes": 2097152.0}, "sync": {"total_ios": 40}},
-            {"job_runtime": 1000, "read": {"iops": 10.0, "bw_bytes": 0.0},
-             "write": {"iops": 0.0, "bw_bytes": 0.0}, "sync": {"total_ios": 0}},
+            {"jobname": "a", "error": 0, "read": {"iops": 100.0, "bw_bytes": 1048576.0},
+             "write": {"iops": 50.0, "bw_bytes": 2097152.0}},
+            {"jobname": "b", "error": 0, "read": {"iops": 10.0, "bw_bytes": 0.0},
+             "write": {"iops": 0.0, "bw_bytes": 0.0}},
         ]});
         let r = summarize(&doc).unwrap();
         assert_eq!(r.read_iops, 110.0);
         assert_eq!(r.write_iops, 50.0);
-        assert_eq!(r.sync_per_s, 20.0);
         assert_eq!(r.read_mib_per_s, 1.0);
         assert_eq!(r.write_mib_per_s, 2.0);
-        assert_eq!(r.ops_per_s(), 180.0);
-        assert!(summarize(&serde_json::json!({"jobs": []})).is_none());
+        assert_eq!(r.ops_per_s(), 160.0);
+        assert!(summarize(&serde_json::json!({"jobs": []})).is_err());
+        let failed = serde_json::json!({"jobs": [{"jobname": "oltp-dbwr", "error": 5}]});
+        let e = summarize(&failed).unwrap_err();
+        assert!(e.contains("oltp-dbwr") && e.contains("error 5"), "{e}");
     }
 }

@@ -12,12 +12,16 @@
 //! - `mount`: a file system made and mounted on served devices (unmounted
 //!   on drop);
 //! - `dbbench`: `db_bench` runs and the figures in its report;
-//! - `fio`: fio runs (job files with variables) and their JSON report.
+//! - `fio`: fio runs (job files with variables) and their JSON report;
+//! - `experiment`: one run — serve, F2FS, a workload, the counters;
+//! - `zraid`: the ZRAID paper's Fig. 9, Fig. 10 and §6.4 statistics.
 
 pub mod dbbench;
+pub mod experiment;
 pub mod fio;
 pub mod mount;
 pub mod served;
+pub mod zraid;
 
 /// Why an application step failed.
 #[derive(Debug, thiserror::Error)]

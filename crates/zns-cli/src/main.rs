@@ -26,6 +26,7 @@ macro_rules! outln {
     };
 }
 
+mod apps;
 mod bench;
 mod cache;
 mod export;

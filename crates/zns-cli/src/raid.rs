@@ -276,8 +276,10 @@ fn crashtest_cmd(args: CrashtestArgs) -> Result<ExitCode, CliError> {
 }
 
 #[derive(Args)]
+#[command(after_help = crate::apps::APP_FIGS_HELP)]
 pub struct ReproZraidArgs {
-    /// Figures, comma-separated: 7, 8, waf, 11.
+    /// Figures, comma-separated: 7, 8, waf, 11 (emulated in virtual time);
+    /// 9, 10 (applications on served arrays: F2FS, fio, db_bench).
     #[arg(long, default_value = "7,8,waf,11")]
     fig: String,
     /// Output directory for the CSV and PNG files.
@@ -295,17 +297,73 @@ pub struct ReproZraidArgs {
     /// Progress on stderr: auto (only on a terminal), always, never.
     #[arg(long, default_value = "auto", value_parser = ["auto", "always", "never"])]
     eta: String,
+    /// Figs. 9 and 10: where the applications run: here (a Linux host with
+    /// ublk, as root), guest (the ublk guest under QEMU), auto.
+    #[arg(long = "where", default_value = "auto", value_name = "PLACE")]
+    place: crate::apps::Where,
+    /// Figs. 9 and 10: the served devices' speed factor (default 1 here,
+    /// 0.01 in the guest).
+    #[arg(long, value_name = "F")]
+    speed: Option<f64>,
+    /// Figs. 9 and 10: repetitions of every point (--quick: 1).
+    #[arg(long, default_value_t = 3)]
+    reps: u32,
+    /// Figs. 9 and 10: the members' profile.
+    #[arg(long, default_value = "zn540")]
+    member: String,
+    /// Figs. 9 and 10: zones per member (F2FS needs many sections; only
+    /// written data costs memory).
+    #[arg(long, default_value_t = 64)]
+    member_zones: u32,
+    /// Figs. 9 and 10: write the data files only, no PNGs (the guest has no
+    /// fonts; the host that started it draws them).
+    #[arg(long, hide = true)]
+    no_plots: bool,
 }
 
 pub fn repro_zraid_cmd(a: ReproZraidArgs) -> Result<ExitCode, CliError> {
+    use zns_apps::zraid::AppFig;
     use zns_bench::repro_zraid::{self, Fig, ReproOptions};
-    let figs = a
-        .fig
-        .split(',')
-        .filter(|s| !s.trim().is_empty())
-        .map(|s| s.parse::<Fig>())
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| CliError::Usage(format!("--fig: {e}")))?;
+    let mut figs = Vec::new();
+    let mut app_figs = Vec::new();
+    for f in a.fig.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        match f {
+            "9" => app_figs.push(AppFig::Fig9),
+            "10" => app_figs.push(AppFig::Fig10),
+            f => figs.push(
+                f.parse::<Fig>()
+                    .map_err(|e| CliError::Usage(format!("--fig: {e}")))?,
+            ),
+        }
+    }
+    if let Some(s) = a.speed {
+        if !(s.is_finite() && s > 0.0 && s <= 1.0) {
+            return Err(CliError::Usage(format!("--speed {s}: must be in (0, 1]")));
+        }
+    }
+    if a.reps == 0 || a.member_zones == 0 {
+        return Err(CliError::Usage(
+            "--reps and --member-zones must be at least 1".into(),
+        ));
+    }
+    if !app_figs.is_empty() {
+        let text = crate::apps::run_app_figs(&crate::apps::AppFigArgs {
+            figs: app_figs,
+            quick: a.quick,
+            reps: a.reps,
+            speed: a.speed,
+            member: a.member.clone(),
+            member_zones: a.member_zones,
+            place: a.place,
+            out: a.out.clone(),
+            show_progress: a.eta != "never",
+            plots: !a.no_plots,
+        })?;
+        out!("{text}");
+        if figs.is_empty() {
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
     let opts = ReproOptions {
         figs,
         quick: a.quick,

@@ -1,8 +1,9 @@
 //! Figures of znskit: one look for every PNG the tools draw. This crate owns
 //! the palette ([`COLORS`]), the chart frame (caption, axis descriptions,
 //! light grid: [`frame`]), a line series with its legend entry ([`line`]),
-//! the legend box ([`draw_legend`]) and the plain line chart of time series
-//! ([`line_chart`]). zns-bench (fidelity curves, `zns repro zraid`) and
+//! the legend box ([`draw_legend`]), the plain line chart of time series
+//! ([`line_chart`]) and the grouped bar chart of normalized results
+//! ([`bar_chart`]). zns-bench (fidelity curves, `zns repro zraid`) and
 //! zns-cache (cache time series) draw through it; what is particular to a
 //! figure (log axes, measured points, bounds) stays with its owner.
 
@@ -229,6 +230,91 @@ pub fn line_chart(chart: &LineChart, path: &Path) -> Result<(), String> {
     root.present().map_err(|e| e.to_string())
 }
 
+/// One bar: its value and an optional error bar (min, max); NaN: no bar.
+pub type Bar = (f64, Option<(f64, f64)>);
+
+/// A grouped bar chart: for each group (e.g. a workload) one bar per
+/// series (e.g. a RAID variant), with an optional error bar (min, max)
+/// each; a dashed reference line at `reference` (e.g. 1.0 when values are
+/// normalized to one series).
+#[derive(Debug, Clone)]
+pub struct BarChart {
+    pub title: String,
+    pub y_label: String,
+    pub groups: Vec<String>,
+    /// (series name, one bar per group).
+    pub series: Vec<(String, Vec<Bar>)>,
+    pub reference: Option<f64>,
+}
+
+/// Draws `chart` into a 1000 × 600 PNG at `path`.
+pub fn bar_chart(chart: &BarChart, path: &Path) -> Result<(), String> {
+    let n_groups = chart.groups.len().max(1);
+    let n_series = chart.series.len().max(1);
+    let values = chart.series.iter().flat_map(|(_, v)| {
+        v.iter()
+            .flat_map(|(y, e)| [Some(*y), e.map(|e| e.1)].into_iter().flatten())
+    });
+    let y = range_from_zero(values.chain(chart.reference));
+    // room above the bars for the legend
+    let y = y.start..y.end + (y.end - y.start) * 0.15;
+    let root = BitMapBackend::new(path, (1000, 600)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| e.to_string())?;
+    let groups = chart.groups.clone();
+    let label = move |x: &f64| -> String {
+        let g = x.round();
+        if (x - g).abs() < 1e-6 && g >= 0.0 {
+            groups.get(g as usize).cloned().unwrap_or_default()
+        } else {
+            String::new()
+        }
+    };
+    let mut axes = Axes::new(
+        &chart.title,
+        "",
+        &chart.y_label,
+        -0.5..n_groups as f64 - 0.5,
+        y,
+    );
+    axes.x_format = Some(&label);
+    axes.x_ticks = Some(n_groups * 2 + 1);
+    let mut c = frame(&root, &axes, FULL)?;
+    let width = 0.8 / n_series as f64;
+    for (si, (name, bars)) in chart.series.iter().enumerate() {
+        let col = color(si);
+        let left = |g: usize| g as f64 - 0.4 + si as f64 * width;
+        let rects = bars
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.0.is_finite())
+            .map(|(g, b)| {
+                Rectangle::new([(left(g), 0.0), (left(g) + width * 0.9, b.0)], col.filled())
+            });
+        c.draw_series(rects)
+            .map_err(|e| e.to_string())?
+            .label(name.as_str())
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], col.filled()));
+        let whiskers = bars.iter().enumerate().filter_map(|(g, b)| {
+            let (lo, hi) = b.1?;
+            let mid = left(g) + width * 0.45;
+            Some(PathElement::new(
+                vec![(mid, lo), (mid, hi)],
+                BLACK.stroke_width(2),
+            ))
+        });
+        c.draw_series(whiskers).map_err(|e| e.to_string())?;
+    }
+    if let Some(r) = chart.reference {
+        let dashes = (0..n_groups * 8).map(|i| {
+            let x0 = -0.5 + i as f64 / 8.0;
+            PathElement::new(vec![(x0, r), (x0 + 1.0 / 16.0, r)], BLACK.stroke_width(1))
+        });
+        c.draw_series(dashes).map_err(|e| e.to_string())?;
+    }
+    draw_legend(&mut c, SeriesLabelPosition::UpperRight, FULL.labels_px)?;
+    root.present().map_err(|e| e.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -260,6 +346,27 @@ mod tests {
             ],
         };
         line_chart(&chart, &path).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_bar_chart_is_a_png_file() {
+        let dir = std::env::temp_dir().join(format!("zns-plot-bars-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("bars.png");
+        let chart = BarChart {
+            title: "t".into(),
+            y_label: "normalized".into(),
+            groups: vec!["a".into(), "b".into()],
+            series: vec![
+                ("x".into(), vec![(1.0, Some((0.9, 1.1))), (1.0, None)]),
+                ("y".into(), vec![(1.2, None), (f64::NAN, None)]),
+            ],
+            reference: Some(1.0),
+        };
+        bar_chart(&chart, &path).unwrap();
         let bytes = std::fs::read(&path).unwrap();
         assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
         std::fs::remove_dir_all(&dir).unwrap();

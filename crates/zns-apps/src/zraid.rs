@@ -1,0 +1,861 @@
+//! The ZRAID paper's application figures (zraid-asplos25 §6.4): Fig. 9 —
+//! filebench's FILESERVER (iosize 4 KiB … 1 MiB), OLTP and VARMAIL on F2FS
+//! over served RAIZN, RAIZN+ and ZRAID arrays of 5 members; Fig. 10 —
+//! db_bench FILLSEQ, FILLRANDOM and OVERWRITE over the five variants of
+//! Fig. 8; and the §6.4 statistics the arrays count meanwhile (flash WAF,
+//! temporary and permanent partial parity, PP-log GC, PP-related writes).
+//! Each point is a fresh server, file system and workload
+//! ([`crate::experiment::run_on_f2fs`]), repeated; results are normalized to
+//! RAIZN+ as in the paper, with their spread.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use zns_raid::RaidStats;
+
+use crate::experiment::{run_on_f2fs, RunEnv, RunResult, Workload};
+
+/// The figures this module reproduces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum AppFig {
+    Fig9,
+    Fig10,
+}
+
+/// How the figures are run.
+#[derive(Debug, Clone)]
+pub struct ZraidAppOptions {
+    pub figs: Vec<AppFig>,
+    /// One workload per figure, one repetition, short runs (CI's smoke).
+    pub quick: bool,
+    /// Repetitions of every point.
+    pub reps: u32,
+    /// `zns serve --speed`: the devices run at this fraction of real time.
+    pub speed: f64,
+    /// The members' profile (a built-in name or a TOML file).
+    pub member: String,
+    /// Zones per member (`zns serve --zones`).
+    pub member_zones: u32,
+    /// The profile whose conventional namespace holds F2FS's metadata.
+    pub meta: String,
+    pub out_dir: PathBuf,
+    /// The `zns` binary that serves.
+    pub zns: PathBuf,
+}
+
+/// One measured point.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AppPoint {
+    pub fig: String,
+    pub workload: String,
+    pub variant: String,
+    pub rep: u32,
+    /// The workload's throughput: fio reads + writes + syncs per second, or
+    /// db_bench's ops/s of the measured benchmark (wall clock).
+    pub ops_per_s: f64,
+    pub mb_per_s: Option<f64>,
+    /// The array's counters over the run (None if the server gave none).
+    pub stats: Option<RaidStats>,
+    /// Device time the server ran, in seconds.
+    pub device_s: f64,
+    pub report_file: PathBuf,
+}
+
+/// A workload of a figure: its label and what runs.
+struct Case {
+    fig: AppFig,
+    label: String,
+    workload: Workload,
+    /// The db_bench benchmark whose line is the result.
+    measured: Option<&'static str>,
+}
+
+const FIG9_VARIANTS: [&str; 3] = ["raizn", "raizn+", "zraid"];
+const FIG10_VARIANTS: [&str; 5] = ["raizn+", "z", "z+s", "z+s+m", "zraid"];
+
+fn vars(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// The workloads of `fig`, at the scale `quick` asks for (docs/apps.md
+/// gives the scaling against the paper's).
+fn cases(fig: AppFig, quick: bool) -> Vec<Case> {
+    let runtime = if quick { "8" } else { "30" };
+    match fig {
+        AppFig::Fig9 => {
+            // filebench's iosize → the job file's IOSIZE, RMIX (reads in %
+            // of calls), APCT (% of writes per append size): the table in
+            // workloads/filebench/fileserver.fio (fio 3.33 has no
+            // arithmetic in job files)
+            let sizes: &[(&str, &str, &str, &str)] = if quick {
+                &[("4k", "4k", "49", "1")]
+            } else {
+                &[
+                    ("4k", "4k", "49", "1"),
+                    ("16k", "16k", "47", "3"),
+                    ("64k", "64k", "42", "7"),
+                    ("256k", "128k", "35", "12"),
+                    ("1m", "128k", "33", "12"),
+                ]
+            };
+            // files per thread (50 threads; filebench: 200, the paper 40x)
+            let nfiles = if quick { "4" } else { "40" };
+            let mut v: Vec<Case> = sizes
+                .iter()
+                .map(|(label, io, rmix, apct)| Case {
+                    fig,
+                    label: format!("fileserver-{label}"),
+                    workload: Workload::Fio {
+                        personality: "fileserver".into(),
+                        vars: vars(&[
+                            ("IOSIZE", io),
+                            ("RMIX", rmix),
+                            ("APCT", apct),
+                            ("NFILES", nfiles),
+                            ("RUNTIME", runtime),
+                            ("DIRECT", "1"),
+                        ]),
+                    },
+                    measured: None,
+                })
+                .collect();
+            if !quick {
+                // filebench's 10 data files of 10 MiB, shared by every thread
+                let datafiles: Vec<String> = (0..10).map(|i| format!("oltp/d{i}")).collect();
+                let datafiles = datafiles.join(":");
+                v.push(Case {
+                    fig,
+                    label: "oltp".into(),
+                    workload: Workload::Fio {
+                        personality: "oltp".into(),
+                        vars: vars(&[
+                            ("IOSIZE", "4k"),
+                            ("DATAFILES", &datafiles),
+                            ("RUNTIME", runtime),
+                            ("DIRECT", "1"),
+                        ]),
+                    },
+                    measured: None,
+                });
+                // files per thread (16 threads): 63 is filebench's 1000
+                v.push(Case {
+                    fig,
+                    label: "varmail".into(),
+                    workload: Workload::Fio {
+                        personality: "varmail".into(),
+                        vars: vars(&[("NFILES", "63"), ("RUNTIME", runtime), ("DIRECT", "0")]),
+                    },
+                    measured: None,
+                });
+            }
+            v
+        }
+        AppFig::Fig10 => {
+            let num = if quick { "2000" } else { "20000" };
+            let common = |benchmarks: &str| -> Vec<String> {
+                [
+                    format!("--benchmarks={benchmarks}"),
+                    format!("--num={num}"),
+                    "--value_size=8000".into(),
+                    "--threads=4".into(),
+                    "--max_background_jobs=16".into(),
+                    "--use_direct_reads=true".into(),
+                    "--use_direct_io_for_flush_and_compaction=true".into(),
+                    "--histogram=1".into(),
+                    "--progress_reports=false".into(),
+                ]
+                .into()
+            };
+            let mut v = vec![Case {
+                fig,
+                label: "fillseq".into(),
+                workload: Workload::DbBench {
+                    args: common("fillseq"),
+                },
+                measured: Some("fillseq"),
+            }];
+            if !quick {
+                v.push(Case {
+                    fig,
+                    label: "fillrandom".into(),
+                    workload: Workload::DbBench {
+                        args: common("fillrandom"),
+                    },
+                    measured: Some("fillrandom"),
+                });
+                // overwrite needs a database: the run fills it first (its
+                // counters include that fill; docs/apps.md)
+                v.push(Case {
+                    fig,
+                    label: "overwrite".into(),
+                    workload: Workload::DbBench {
+                        args: common("fillrandom,overwrite"),
+                    },
+                    measured: Some("overwrite"),
+                });
+            }
+            v
+        }
+    }
+}
+
+fn fig_name(fig: AppFig) -> &'static str {
+    match fig {
+        AppFig::Fig9 => "fig9",
+        AppFig::Fig10 => "fig10",
+    }
+}
+
+fn variants(fig: AppFig) -> &'static [&'static str] {
+    match fig {
+        AppFig::Fig9 => &FIG9_VARIANTS,
+        AppFig::Fig10 => &FIG10_VARIANTS,
+    }
+}
+
+/// Every run of the figures, in order: (case, variant, rep).
+fn plan(opts: &ZraidAppOptions) -> Vec<(Case, &'static str, u32)> {
+    let mut runs = Vec::new();
+    let reps = if opts.quick { 1 } else { opts.reps.max(1) };
+    for &fig in &opts.figs {
+        for rep in 0..reps {
+            for case in cases(fig, opts.quick) {
+                // variants interleaved within a repetition, so that a slow
+                // spell of the host spreads over all of them
+                for &v in variants(fig) {
+                    let c = Case {
+                        fig: case.fig,
+                        label: case.label.clone(),
+                        workload: case.workload.clone(),
+                        measured: case.measured,
+                    };
+                    runs.push((c, v, rep));
+                }
+            }
+        }
+    }
+    runs
+}
+
+/// Members per array (4 data + parity, as the paper's arrays).
+const MEMBERS: u64 = 5;
+
+/// `opts.meta` with its conventional namespace made large enough for F2FS
+/// on the array: three of the array's zones (mkfs.f2fs wants two zones'
+/// worth of metadata device, docs/serve.md), at least its own size; written
+/// as a profile file in the work directory; its path.
+fn meta_profile(opts: &ZraidAppOptions) -> Result<String, String> {
+    use zns_device::{NamespaceProfile, Profile};
+    let member =
+        Profile::load(&opts.member).map_err(|e| format!("--member {}: {e}", opts.member))?;
+    let zone_lbas = member
+        .first_zoned()
+        .and_then(|i| match &member.namespaces[i] {
+            NamespaceProfile::Zoned(z) => Some(z.zone_size_lbas),
+            NamespaceProfile::Conventional(_) => None,
+        })
+        .ok_or_else(|| format!("--member {}: no zoned namespace", opts.member))?;
+    let meta = Profile::load(&opts.meta).map_err(|e| format!("{}: {e}", opts.meta))?;
+    let (index, own) = meta
+        .namespaces
+        .iter()
+        .enumerate()
+        .find_map(|(i, n)| match n {
+            NamespaceProfile::Conventional(c) => Some((i, c.capacity_lbas)),
+            NamespaceProfile::Zoned(_) => None,
+        })
+        .ok_or_else(|| {
+            format!(
+                "{}: no conventional namespace for F2FS's metadata",
+                opts.meta
+            )
+        })?;
+    let lbas = own.max(3 * (MEMBERS - 1) * zone_lbas);
+    let meta = meta
+        .with_overrides(&[(format!("namespace.{index}.capacity_lbas"), lbas.to_string())])
+        .map_err(|e| format!("{}: {e}", opts.meta))?;
+    let dir = opts.out_dir.join("runs");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let path = dir.join("meta.toml");
+    std::fs::write(&path, meta.to_toml()).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(path.to_string_lossy().into_owned())
+}
+
+/// The number of runs `opts` makes (for progress and time estimates).
+pub fn run_count(opts: &ZraidAppOptions) -> usize {
+    plan(opts).len()
+}
+
+/// Runs the figures; `progress` gets a line per run.
+pub fn run(
+    opts: &ZraidAppOptions,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Vec<AppPoint>, String> {
+    let env = RunEnv {
+        zns: opts.zns.clone(),
+        work_dir: opts.out_dir.join("runs"),
+        serve_args: vec![
+            "--zones".into(),
+            opts.member_zones.to_string(),
+            "--speed".into(),
+            opts.speed.to_string(),
+        ],
+    };
+    let meta = meta_profile(opts)?;
+    let runs = plan(opts);
+    let total = runs.len();
+    let mut points = Vec::new();
+    for (i, (case, variant, rep)) in runs.into_iter().enumerate() {
+        let fig = fig_name(case.fig);
+        let array = format!("raid:{MEMBERS}x{},variant={variant}", opts.member);
+        let label = format!(
+            "{fig}-{}-{}-rep{rep}",
+            case.label,
+            variant.replace('+', "p")
+        );
+        progress(&format!(
+            "[{}/{total}] {fig} {} on {variant}, rep {rep}",
+            i + 1,
+            case.label
+        ));
+        let r = run_on_f2fs(&env, &array, &meta, &case.workload, &label)
+            .map_err(|e| format!("{fig} {} on {variant}: {e}", case.label))?;
+        points.push(point(fig, &case, variant, rep, &array, r)?);
+    }
+    Ok(points)
+}
+
+fn point(
+    fig: &'static str,
+    case: &Case,
+    variant: &'static str,
+    rep: u32,
+    array: &str,
+    r: RunResult,
+) -> Result<AppPoint, String> {
+    let (ops_per_s, mb_per_s) = match (&r.fio, case.measured) {
+        (Some(f), _) => (f.ops_per_s(), Some(f.read_mib_per_s + f.write_mib_per_s)),
+        (None, Some(bench)) => {
+            let b = r
+                .db_bench
+                .iter()
+                .find(|b| b.benchmark == bench)
+                .ok_or_else(|| format!("db_bench printed no {bench} line"))?;
+            (b.ops_per_sec, b.mb_per_s)
+        }
+        (None, None) => return Err("no figures".into()),
+    };
+    let stats = r
+        .served
+        .get("devices")
+        .and_then(|d| d.get(array))
+        .and_then(|a| a.get("raid"))
+        .and_then(|raid| raid.get("counters"))
+        .and_then(|c| serde_json::from_value::<RaidStats>(c.clone()).ok());
+    let device_s = r.served["virtual_ns"].as_f64().unwrap_or(0.0) / 1e9;
+    Ok(AppPoint {
+        fig: fig.to_string(),
+        workload: case.label.clone(),
+        variant: variant.to_string(),
+        rep,
+        ops_per_s,
+        mb_per_s,
+        stats,
+        device_s,
+        report_file: r.report_file,
+    })
+}
+
+/// The points a run wrote to `dir/points.json`.
+pub fn read_points(dir: &std::path::Path) -> Result<Vec<AppPoint>, String> {
+    let path = dir.join("points.json");
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// The points as CSV (one row per run, the array's counters included).
+pub fn points_csv(points: &[AppPoint]) -> String {
+    let mut s = String::from(
+        "fig,workload,variant,rep,ops_per_s,mb_per_s,device_s,flash_waf,host_blocks,data_blocks,parity_blocks,pp_temporary_blocks,pp_permanent_blocks,pp_header_blocks,pp_related_blocks,pp_gc_count,report\n",
+    );
+    for p in points {
+        let st = p.stats.unwrap_or_default();
+        let _ = writeln!(
+            s,
+            "{},{},{},{},{:.1},{},{:.3},{:.4},{},{},{},{},{},{},{},{},{}",
+            p.fig,
+            p.workload,
+            p.variant,
+            p.rep,
+            p.ops_per_s,
+            p.mb_per_s.map(|m| format!("{m:.2}")).unwrap_or_default(),
+            p.device_s,
+            st.flash_waf(),
+            st.host_blocks,
+            st.data_blocks,
+            st.parity_blocks,
+            st.temporary_pp_blocks(),
+            st.permanent_pp_blocks(),
+            st.pp_header_blocks,
+            st.pp_related_blocks(),
+            st.pp_gc_count,
+            p.report_file.display()
+        );
+    }
+    s
+}
+
+/// Mean, min and max of `values`.
+fn spread(values: &[f64]) -> Option<(f64, f64, f64)> {
+    if values.is_empty() {
+        return None;
+    }
+    let mean = values.iter().sum::<f64>() / values.len() as f64;
+    let min = values.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    Some((mean, min, max))
+}
+
+/// One workload's throughput per variant, normalized to RAIZN+.
+#[derive(Debug, Clone, Serialize)]
+pub struct Normalized {
+    pub fig: String,
+    pub workload: String,
+    pub variant: String,
+    pub mean_ops_per_s: f64,
+    /// Mean, min and max over the repetitions, divided by RAIZN+'s mean.
+    pub normalized: f64,
+    pub normalized_min: f64,
+    pub normalized_max: f64,
+    pub mean_flash_waf: f64,
+    pub reps: usize,
+}
+
+/// Every (fig, workload, variant) normalized to RAIZN+ of the same
+/// workload (none when RAIZN+ was not run).
+pub fn normalize(points: &[AppPoint]) -> Vec<Normalized> {
+    let mut groups: BTreeMap<(&str, &str, &str), Vec<&AppPoint>> = BTreeMap::new();
+    for p in points {
+        groups
+            .entry((p.fig.as_str(), p.workload.as_str(), p.variant.as_str()))
+            .or_default()
+            .push(p);
+    }
+    let mean_of = |fig: &str, w: &str, v: &str| -> Option<f64> {
+        let ps = groups.get(&(fig, w, v))?;
+        spread(&ps.iter().map(|p| p.ops_per_s).collect::<Vec<_>>()).map(|s| s.0)
+    };
+    let mut out = Vec::new();
+    for ((fig, w, v), ps) in &groups {
+        let Some(base) = mean_of(fig, w, "raizn+").filter(|b| *b > 0.0) else {
+            continue;
+        };
+        let ops: Vec<f64> = ps.iter().map(|p| p.ops_per_s).collect();
+        let Some((mean, min, max)) = spread(&ops) else {
+            continue;
+        };
+        let wafs: Vec<f64> = ps
+            .iter()
+            .filter_map(|p| Some(p.stats?.flash_waf()))
+            .collect();
+        out.push(Normalized {
+            fig: fig.to_string(),
+            workload: w.to_string(),
+            variant: v.to_string(),
+            mean_ops_per_s: mean,
+            normalized: mean / base,
+            normalized_min: min / base,
+            normalized_max: max / base,
+            mean_flash_waf: spread(&wafs).map(|s| s.0).unwrap_or(0.0),
+            reps: ps.len(),
+        });
+    }
+    // variants in the paper's order within each workload
+    let order = |v: &str| {
+        FIG10_VARIANTS
+            .iter()
+            .chain(&FIG9_VARIANTS)
+            .position(|x| *x == v)
+    };
+    out.sort_by(|a, b| {
+        (&a.fig, &a.workload, order(&a.variant)).cmp(&(&b.fig, &b.workload, order(&b.variant)))
+    });
+    out
+}
+
+/// One number of the paper beside ours.
+#[derive(Debug, Clone, Serialize)]
+pub struct SummaryRow {
+    pub what: String,
+    pub paper: String,
+    pub ours: Option<f64>,
+    /// How ours compares (ahead / behind, by how much) or why there is none.
+    pub note: String,
+}
+
+fn norm_of(n: &[Normalized], fig: &str, w: &str, v: &str) -> Option<f64> {
+    n.iter()
+        .find(|x| x.fig == fig && x.workload == w && x.variant == v)
+        .map(|x| x.normalized)
+}
+
+/// The array counters of `variant`'s runs of `fig` (workloads matching
+/// `workload`, all when None), summed.
+fn stats_sum(
+    points: &[AppPoint],
+    fig: &str,
+    variant: &str,
+    workload: Option<&str>,
+) -> Option<RaidStats> {
+    let mut sum: Option<RaidStats> = None;
+    for p in points.iter().filter(|p| {
+        p.fig == fig && p.variant == variant && workload.map_or(true, |w| p.workload == w)
+    }) {
+        let s = p.stats?;
+        *sum.get_or_insert_with(RaidStats::default) += s;
+    }
+    sum
+}
+
+fn gain_note(ours: Option<f64>, paper_gain_pct: f64) -> String {
+    match ours {
+        None => "not run".into(),
+        Some(r) => {
+            let g = (r - 1.0) * 100.0;
+            let dir = if g >= 0.0 { "ahead of" } else { "behind" };
+            format!(
+                "ZRAID {dir} RAIZN+ by {:.1} % (paper {paper_gain_pct:+.1} %)",
+                g.abs()
+            )
+        }
+    }
+}
+
+/// The paper's numbers of Fig. 9, Fig. 10 and §6.4 beside ours.
+pub fn summary(points: &[AppPoint]) -> Vec<SummaryRow> {
+    let n = normalize(points);
+    let mut rows = Vec::new();
+    let mut ratio = |what: &str, paper: &str, fig: &str, w: &str, gain: f64| {
+        let ours = norm_of(&n, fig, w, "zraid");
+        rows.push(SummaryRow {
+            what: what.into(),
+            paper: paper.into(),
+            ours,
+            note: gain_note(ours, gain),
+        });
+    };
+    ratio(
+        "Fig. 9 fileserver 4 KiB: ZRAID / RAIZN+",
+        "1.14",
+        "fig9",
+        "fileserver-4k",
+        14.0,
+    );
+    ratio(
+        "Fig. 9 fileserver 1 MiB: ZRAID / RAIZN+",
+        "≈ 1.0",
+        "fig9",
+        "fileserver-1m",
+        0.0,
+    );
+    ratio("Fig. 9 OLTP: ZRAID / RAIZN+", "1.128", "fig9", "oltp", 12.8);
+    ratio(
+        "Fig. 9 VARMAIL: ZRAID / RAIZN+",
+        "1.162",
+        "fig9",
+        "varmail",
+        16.2,
+    );
+    let varmail_raizn = stats_sum(points, "fig9", "raizn", Some("varmail")).map(|s| s.flash_waf());
+    rows.push(SummaryRow {
+        what: "Fig. 9 VARMAIL: RAIZN flash WAF".into(),
+        paper: "2.44".into(),
+        ours: varmail_raizn,
+        note: varmail_raizn.map_or("not run".into(), |w| {
+            format!("{:+.1} % from the paper", (w / 2.44 - 1.0) * 100.0)
+        }),
+    });
+    let fig10: Vec<f64> = ["fillseq", "fillrandom", "overwrite"]
+        .iter()
+        .filter_map(|w| norm_of(&n, "fig10", w, "zraid"))
+        .collect();
+    let mean10 = spread(&fig10).map(|s| s.0);
+    rows.push(SummaryRow {
+        what: format!(
+            "Fig. 10 db_bench: ZRAID / RAIZN+, mean of {} workloads",
+            fig10.len()
+        ),
+        paper: "1.145".into(),
+        ours: mean10,
+        note: gain_note(mean10, 14.5),
+    });
+    let waf = |v: &str, w: Option<&str>| stats_sum(points, "fig10", v, w).map(|s| s.flash_waf());
+    let mut add = |what: &str, paper: &str, ours: Option<f64>, note: String| {
+        rows.push(SummaryRow {
+            what: what.into(),
+            paper: paper.into(),
+            ours,
+            note,
+        })
+    };
+    let waf_note = |ours: Option<f64>, paper: f64| {
+        ours.map_or("not run".into(), |w| {
+            format!("{:+.1} % from the paper", (w / paper - 1.0) * 100.0)
+        })
+    };
+    let z = waf("zraid", None);
+    add(
+        "§6.4 ZRAID flash WAF (db_bench)",
+        "1.25",
+        z,
+        waf_note(z, 1.25),
+    );
+    let p = waf("raizn+", None);
+    add(
+        "§6.4 RAIZN+ flash WAF, all db_bench runs",
+        "1.6",
+        p,
+        waf_note(p, 1.6),
+    );
+    let pf = waf("raizn+", Some("fillseq"));
+    add(
+        "§6.4 RAIZN+ flash WAF, FILLSEQ",
+        "2.0",
+        pf,
+        waf_note(pf, 2.0),
+    );
+    let gc = |v: &str| stats_sum(points, "fig10", v, None).map(|s| s.pp_gc_count as f64);
+    add(
+        "§6.4 PP-log GCs, RAIZN+ (three workloads)",
+        "345",
+        gc("raizn+"),
+        "our runs write far less than the paper's 10 M keys of 8000 B: the count scales with the data written".into(),
+    );
+    add(
+        "§6.4 PP-log GCs, ZRAID",
+        "0",
+        gc("zraid"),
+        "ZRAID has no PP log zones".into(),
+    );
+    let pp = |v: &str| stats_sum(points, "fig10", v, None).map(|s| s.pp_related_blocks() as f64);
+    let change = match (pp("zraid"), pp("raizn+")) {
+        (Some(z), Some(r)) if r > 0.0 => Some((z / r - 1.0) * 100.0),
+        _ => None,
+    };
+    add(
+        "§6.4 PP-related writes, ZRAID vs RAIZN+ (%)",
+        "−24",
+        change,
+        "PP blocks (ZRWA, logged, GC'd) and PP headers, summed over the db_bench runs".into(),
+    );
+    let per_data = |v: &str, f: fn(&RaidStats) -> u64| {
+        stats_sum(points, "fig10", v, Some("fillseq"))
+            .filter(|s| s.data_blocks > 0)
+            .map(|s| f(&s) as f64 / s.data_blocks as f64)
+    };
+    add(
+        "§6.4 FILLSEQ permanent PP / data, RAIZN+",
+        "0.75 (98 GB of 130 GB)",
+        per_data("raizn+", RaidStats::permanent_pp_blocks),
+        String::new(),
+    );
+    add(
+        "§6.4 FILLSEQ permanent PP / data, ZRAID",
+        "0.0002 (26 MB of 130 GB)",
+        per_data("zraid", RaidStats::permanent_pp_blocks),
+        String::new(),
+    );
+    add(
+        "§6.4 FILLSEQ temporary PP / data, ZRAID",
+        "0.5 (65 GB of 130 GB)",
+        per_data("zraid", RaidStats::temporary_pp_blocks),
+        String::new(),
+    );
+    rows
+}
+
+/// The summary as a Markdown table.
+pub fn summary_markdown(rows: &[SummaryRow]) -> String {
+    let mut s = String::from("| measure | paper | ours | note |\n|---|---|---|---|\n");
+    for r in rows {
+        let ours = r.ours.map_or("—".to_string(), |v| format!("{v:.3}"));
+        let _ = writeln!(s, "| {} | {} | {ours} | {} |", r.what, r.paper, r.note);
+    }
+    s
+}
+
+/// Writes the figures' files into `dir`: points.json (what
+/// [`read_points`] reads back), points.csv, normalized.csv, summary.md,
+/// summary.json and, with `plots`, a PNG per figure (throughput normalized
+/// to RAIZN+, min–max over the repetitions; drawing needs fonts, which the
+/// guest lacks: its points are plotted on the host); returns their paths.
+pub fn write_outputs(
+    points: &[AppPoint],
+    dir: &std::path::Path,
+    plots: bool,
+) -> Result<Vec<PathBuf>, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut files = Vec::new();
+    let mut write = |name: &str, text: String| -> Result<(), String> {
+        let path = dir.join(name);
+        std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+        files.push(path);
+        Ok(())
+    };
+    write(
+        "points.json",
+        serde_json::to_string_pretty(points).map_err(|e| e.to_string())?,
+    )?;
+    write("points.csv", points_csv(points))?;
+    let n = normalize(points);
+    let mut csv = String::from("fig,workload,variant,reps,mean_ops_per_s,normalized,normalized_min,normalized_max,mean_flash_waf\n");
+    for x in &n {
+        let _ = writeln!(
+            csv,
+            "{},{},{},{},{:.1},{:.4},{:.4},{:.4},{:.4}",
+            x.fig,
+            x.workload,
+            x.variant,
+            x.reps,
+            x.mean_ops_per_s,
+            x.normalized,
+            x.normalized_min,
+            x.normalized_max,
+            x.mean_flash_waf
+        );
+    }
+    write("normalized.csv", csv)?;
+    let rows = summary(points);
+    write("summary.md", summary_markdown(&rows))?;
+    write(
+        "summary.json",
+        serde_json::to_string_pretty(&rows).map_err(|e| e.to_string())?,
+    )?;
+    if !plots {
+        return Ok(files);
+    }
+    for (fig, title) in [
+        (
+            "fig9",
+            "Fig. 9: filebench personalities on F2FS (fio), 5-member arrays",
+        ),
+        ("fig10", "Fig. 10: db_bench on F2FS, 5-member arrays"),
+    ] {
+        let of_fig: Vec<&Normalized> = n.iter().filter(|x| x.fig == fig).collect();
+        if of_fig.is_empty() {
+            continue;
+        }
+        let mut groups: Vec<String> = Vec::new();
+        for x in &of_fig {
+            if !groups.contains(&x.workload) {
+                groups.push(x.workload.clone());
+            }
+        }
+        let vs: &[&str] = if fig == "fig9" {
+            &FIG9_VARIANTS
+        } else {
+            &FIG10_VARIANTS
+        };
+        let series = vs
+            .iter()
+            .map(|v| {
+                let bars = groups
+                    .iter()
+                    .map(|g| {
+                        of_fig
+                            .iter()
+                            .find(|x| &x.workload == g && x.variant == *v)
+                            .map_or((f64::NAN, None), |x| {
+                                (x.normalized, Some((x.normalized_min, x.normalized_max)))
+                            })
+                    })
+                    .collect();
+                (v.to_uppercase(), bars)
+            })
+            .collect();
+        let path = dir.join(format!("{fig}.png"));
+        zns_plot::bar_chart(
+            &zns_plot::BarChart {
+                title: title.into(),
+                y_label: "throughput normalized to RAIZN+".into(),
+                groups,
+                series,
+                reference: Some(1.0),
+            },
+            &path,
+        )?;
+        files.push(path);
+    }
+    Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(fig: &str, w: &str, v: &str, rep: u32, ops: f64) -> AppPoint {
+        AppPoint {
+            fig: fig.into(),
+            workload: w.into(),
+            variant: v.into(),
+            rep,
+            ops_per_s: ops,
+            mb_per_s: None,
+            stats: None,
+            device_s: 0.0,
+            report_file: PathBuf::new(),
+        }
+    }
+
+    #[test]
+    fn throughput_is_normalized_to_raizn_plus_with_its_spread() {
+        let points = [
+            p("fig9", "oltp", "raizn+", 0, 100.0),
+            p("fig9", "oltp", "raizn+", 1, 300.0),
+            p("fig9", "oltp", "zraid", 0, 220.0),
+            p("fig9", "oltp", "zraid", 1, 260.0),
+            p("fig9", "oltp", "raizn", 0, 150.0),
+            p("fig9", "varmail", "zraid", 0, 50.0),
+        ];
+        let n = normalize(&points);
+        // varmail has no RAIZN+ point: not normalized
+        assert_eq!(n.len(), 3);
+        let z = n.iter().find(|x| x.variant == "zraid").unwrap();
+        assert!((z.normalized - 1.2).abs() < 1e-9);
+        assert!((z.normalized_min - 1.1).abs() < 1e-9);
+        assert!((z.normalized_max - 1.3).abs() < 1e-9);
+        assert_eq!(z.reps, 2);
+        assert_eq!(n[0].variant, "raizn+");
+        assert!((n[0].normalized - 1.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_plan_interleaves_variants_and_quick_is_small() {
+        let opts = ZraidAppOptions {
+            figs: vec![AppFig::Fig9, AppFig::Fig10],
+            quick: true,
+            reps: 3,
+            speed: 0.01,
+            member: "zn540".into(),
+            member_zones: 32,
+            meta: "zn540-cns".into(),
+            out_dir: PathBuf::from("/tmp/x"),
+            zns: PathBuf::from("zns"),
+        };
+        let runs = plan(&opts);
+        assert_eq!(runs.len(), 3 + 5);
+        assert_eq!(runs[0].1, "raizn");
+        assert_eq!(runs[1].1, "raizn+");
+        let full = ZraidAppOptions {
+            quick: false,
+            ..opts
+        };
+        // (5 fileserver sizes + oltp + varmail) x 3 variants + 3 x 5, x 3 reps
+        assert_eq!(run_count(&full), (7 * 3 + 3 * 5) * 3);
+    }
+}

@@ -1,0 +1,232 @@
+//! The application figures of `zns repro zraid` (Fig. 9, Fig. 10 and the
+//! §6.4 statistics; zns-apps, docs/apps.md): real F2FS, fio and db_bench on
+//! arrays served by `zns serve`. On a Linux host with ublk (root) they run
+//! here; elsewhere `zns` boots the ublk guest of `scripts/serve-guest-test`
+//! with the output directory shared into it (9p) and runs itself there.
+
+use std::path::{Path, PathBuf};
+
+use zns_apps::zraid::{self, AppFig, ZraidAppOptions};
+
+use crate::CliError;
+
+pub const APP_FIGS_HELP: &str = "\
+Figures 9 and 10 run real applications on arrays served by `zns serve`
+(docs/apps.md): Fig. 9 filebench's FILESERVER (4 KiB .. 1 MiB), OLTP and
+VARMAIL as fio personalities on F2FS over RAIZN, RAIZN+ and ZRAID; Fig. 10
+db_bench FILLSEQ, FILLRANDOM, OVERWRITE over RAIZN+, Z, Z+S, Z+S+M, ZRAID;
+with the arrays' own counters (flash WAF, partial parity, PP-log GC: the
+paper's section 6.4). On a Linux host with ublk (root) they run here at
+full speed; elsewhere zns boots the ublk guest (QEMU, TCG) from its
+checkout and runs there at --speed 0.01. Output: points.csv,
+normalized.csv, fig9.png, fig10.png, summary.md (paper vs ours) and every
+application's raw report under runs/.
+
+Examples:
+  zns repro zraid --fig 9,10 --quick            CI's smoke (guest: ~5 min)
+  zns repro zraid --fig 9 --reps 3              the full Fig. 9
+  sudo zns repro zraid --fig 10 --where here    on a host with ublk";
+
+/// Where the application runs happen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Where {
+    /// Here when this host can serve ublk devices, else the guest.
+    Auto,
+    Here,
+    Guest,
+}
+
+impl std::str::FromStr for Where {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Where, String> {
+        match s {
+            "auto" => Ok(Where::Auto),
+            "here" => Ok(Where::Here),
+            "guest" => Ok(Where::Guest),
+            _ => Err(format!("{s}: expected auto, here or guest")),
+        }
+    }
+}
+
+/// The application options of `zns repro zraid`.
+pub struct AppFigArgs {
+    pub figs: Vec<AppFig>,
+    pub quick: bool,
+    pub reps: u32,
+    pub speed: Option<f64>,
+    pub member: String,
+    pub member_zones: u32,
+    pub place: Where,
+    pub out: PathBuf,
+    pub show_progress: bool,
+    /// Draw the PNGs (the guest has no fonts: its host draws them).
+    pub plots: bool,
+}
+
+/// The speed factor the guest runs at unless told otherwise: slow enough
+/// that the emulated devices, not the TCG guest's CPU, bound the
+/// applications (docs/apps.md, "Measuring in a slow guest").
+pub const GUEST_SPEED: f64 = 0.01;
+
+fn can_serve_here() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    Path::new("/dev/ublk-control").exists() && unsafe { libc::geteuid() } == 0
+}
+
+/// Runs the application figures; their summary table (Markdown).
+pub fn run_app_figs(a: &AppFigArgs) -> Result<String, CliError> {
+    let here = match a.place {
+        Where::Here => true,
+        Where::Guest => false,
+        Where::Auto => can_serve_here(),
+    };
+    if here {
+        run_here(a)
+    } else {
+        run_in_guest(a)
+    }
+}
+
+fn run_here(a: &AppFigArgs) -> Result<String, CliError> {
+    let zns = std::env::current_exe()
+        .map_err(|e| CliError::Io(format!("cannot find the zns binary: {e}")))?;
+    let opts = ZraidAppOptions {
+        figs: a.figs.clone(),
+        quick: a.quick,
+        reps: a.reps,
+        speed: a.speed.unwrap_or(1.0),
+        member: a.member.clone(),
+        member_zones: a.member_zones,
+        meta: "zn540-cns".into(),
+        out_dir: a.out.clone(),
+        zns,
+    };
+    let show = a.show_progress;
+    let points = zraid::run(&opts, &mut |line| {
+        if show {
+            eprintln!("{line}");
+        }
+    })
+    .map_err(CliError::Io)?;
+    outputs(&points, &a.out, a.plots, &format!("--speed {}", opts.speed))
+}
+
+/// Writes the figures' files; the summary and the file list.
+fn outputs(
+    points: &[zraid::AppPoint],
+    dir: &Path,
+    plots: bool,
+    how: &str,
+) -> Result<String, CliError> {
+    let files = zraid::write_outputs(points, dir, plots).map_err(CliError::Io)?;
+    let mut text = zraid::summary_markdown(&zraid::summary(points));
+    text += &format!("\n{} runs ({how}); files:\n", points.len());
+    for f in files {
+        text += &format!("  {}\n", f.display());
+    }
+    Ok(text)
+}
+
+/// `scripts/serve-guest-test` of the checkout this binary was built from.
+fn guest_harness() -> Result<PathBuf, CliError> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let harness = root.join("scripts/serve-guest-test");
+    if harness.is_file() {
+        Ok(harness)
+    } else {
+        Err(CliError::Io(format!(
+            "this host cannot serve ublk devices (needs Linux >= 6.6, ublk_drv, root) and the guest needs the znskit checkout zns was built from ({} is missing); run on a Linux host with ublk (--where here)",
+            harness.display()
+        )))
+    }
+}
+
+fn run_in_guest(a: &AppFigArgs) -> Result<String, CliError> {
+    let harness = guest_harness()?;
+    let root = harness
+        .parent()
+        .and_then(Path::parent)
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    std::fs::create_dir_all(&a.out)
+        .map_err(|e| CliError::Io(format!("--out {}: {e}", a.out.display())))?;
+    let out = a
+        .out
+        .canonicalize()
+        .map_err(|e| CliError::Io(format!("--out {}: {e}", a.out.display())))?;
+    let figs: Vec<&str> = a
+        .figs
+        .iter()
+        .map(|f| match f {
+            AppFig::Fig9 => "9",
+            AppFig::Fig10 => "10",
+        })
+        .collect();
+    let speed = a.speed.unwrap_or(GUEST_SPEED);
+    // a member profile file goes in with the output directory
+    let member = if Path::new(&a.member).is_file() {
+        std::fs::copy(&a.member, out.join("member.toml"))
+            .map_err(|e| CliError::Io(format!("--member {}: {e}", a.member)))?;
+        "/out/member.toml".to_string()
+    } else {
+        a.member.clone()
+    };
+    let mut args = format!(
+        "zraid --fig {} --where here --out /out --speed {speed} --reps {} --member {} --member-zones {} --eta always --no-plots",
+        figs.join(","),
+        a.reps,
+        member,
+        a.member_zones
+    );
+    if a.quick {
+        args += " --quick";
+    }
+    std::fs::write(out.join("guest-args"), format!("{args}\n"))
+        .map_err(|e| CliError::Io(format!("{}: {e}", out.display())))?;
+    let _ = std::fs::remove_file(out.join("points.json"));
+    // an hour per 40 runs is ample under TCG; the harness's default is 900 s
+    let runs = zraid::run_count(&ZraidAppOptions {
+        figs: a.figs.clone(),
+        quick: a.quick,
+        reps: a.reps,
+        speed,
+        member: a.member.clone(),
+        member_zones: a.member_zones,
+        meta: String::new(),
+        out_dir: out.clone(),
+        zns: PathBuf::new(),
+    });
+    let timeout_s = 600 + runs * 120;
+    eprintln!(
+        "zns repro: no ublk here: running {runs} application runs in the ublk guest (scripts/serve-guest-test, TCG, --speed {speed}); results in {}",
+        out.display()
+    );
+    let status = std::process::Command::new(&harness)
+        .arg(root.join("scripts/guest/repro"))
+        .current_dir(&root)
+        .env("ZNSKIT_GUEST_TESTS", "")
+        .env("ZNSKIT_GUEST_TIMEOUT", timeout_s.to_string())
+        .env(
+            "ZNSKIT_GUEST_QEMU_ARGS",
+            format!(
+                "-virtfs local,path={},mount_tag=znskit-out,security_model=none",
+                out.display()
+            ),
+        )
+        .status()
+        .map_err(|e| CliError::Io(format!("{}: {e}", harness.display())))?;
+    if !status.success() {
+        return Err(CliError::Io(format!(
+            "the guest run failed ({status}); its console log is under {}",
+            root.join("target/guest-serve").display()
+        )));
+    }
+    // the guest wrote the points; the figures are drawn here
+    let points = zraid::read_points(&out).map_err(CliError::Io)?;
+    outputs(
+        &points,
+        &out,
+        a.plots,
+        &format!("in the ublk guest under TCG, --speed {speed}"),
+    )
+}
