@@ -141,64 +141,43 @@ fn guest_harness() -> Result<PathBuf, CliError> {
     }
 }
 
-fn run_in_guest(a: &AppFigArgs) -> Result<String, CliError> {
+/// `out`, created, as an absolute path (it is shared into the guest).
+pub fn guest_out_dir(out: &Path) -> Result<PathBuf, CliError> {
+    std::fs::create_dir_all(out)
+        .map_err(|e| CliError::Io(format!("--out {}: {e}", out.display())))?;
+    out.canonicalize()
+        .map_err(|e| CliError::Io(format!("--out {}: {e}", out.display())))
+}
+
+/// A profile argument for the guest: a file is copied into the shared
+/// output directory as `NAME.toml` and named by its guest path; a built-in
+/// name stays as it is.
+pub fn guest_profile(profile: &str, out: &Path, name: &str) -> Result<String, CliError> {
+    if Path::new(profile).is_file() {
+        std::fs::copy(profile, out.join(format!("{name}.toml")))
+            .map_err(|e| CliError::Io(format!("{profile}: {e}")))?;
+        Ok(format!("/out/{name}.toml"))
+    } else {
+        Ok(profile.to_string())
+    }
+}
+
+/// Runs `zns repro REPRO_ARGS` in the ublk guest with `out` (absolute, see
+/// [`guest_out_dir`]) shared in as `/out`; `runs` sizes the time limit.
+/// The arguments must say `--where here --out /out`.
+pub fn run_repro_in_guest(repro_args: &str, out: &Path, runs: usize) -> Result<(), CliError> {
     let harness = guest_harness()?;
     let root = harness
         .parent()
         .and_then(Path::parent)
         .map(Path::to_path_buf)
         .unwrap_or_default();
-    std::fs::create_dir_all(&a.out)
-        .map_err(|e| CliError::Io(format!("--out {}: {e}", a.out.display())))?;
-    let out = a
-        .out
-        .canonicalize()
-        .map_err(|e| CliError::Io(format!("--out {}: {e}", a.out.display())))?;
-    let figs: Vec<&str> = a
-        .figs
-        .iter()
-        .map(|f| match f {
-            AppFig::Fig9 => "9",
-            AppFig::Fig10 => "10",
-        })
-        .collect();
-    let speed = a.speed.unwrap_or(GUEST_SPEED);
-    // a member profile file goes in with the output directory
-    let member = if Path::new(&a.member).is_file() {
-        std::fs::copy(&a.member, out.join("member.toml"))
-            .map_err(|e| CliError::Io(format!("--member {}: {e}", a.member)))?;
-        "/out/member.toml".to_string()
-    } else {
-        a.member.clone()
-    };
-    let mut args = format!(
-        "zraid --fig {} --where here --out /out --speed {speed} --reps {} --member {} --member-zones {} --eta always --no-plots",
-        figs.join(","),
-        a.reps,
-        member,
-        a.member_zones
-    );
-    if a.quick {
-        args += " --quick";
-    }
-    std::fs::write(out.join("guest-args"), format!("{args}\n"))
+    std::fs::write(out.join("guest-args"), format!("{repro_args}\n"))
         .map_err(|e| CliError::Io(format!("{}: {e}", out.display())))?;
-    let _ = std::fs::remove_file(out.join("points.json"));
-    // an hour per 40 runs is ample under TCG; the harness's default is 900 s
-    let runs = zraid::run_count(&ZraidAppOptions {
-        figs: a.figs.clone(),
-        quick: a.quick,
-        reps: a.reps,
-        speed,
-        member: a.member.clone(),
-        member_zones: a.member_zones,
-        meta: String::new(),
-        out_dir: out.clone(),
-        zns: PathBuf::new(),
-    });
+    // two minutes a run is ample under TCG; the harness's default is 900 s
     let timeout_s = 600 + runs * 120;
     eprintln!(
-        "zns repro: no ublk here: running {runs} application runs in the ublk guest (scripts/serve-guest-test, TCG, --speed {speed}); results in {}",
+        "zns repro: no ublk here: running {runs} application runs in the ublk guest (scripts/serve-guest-test, TCG); results in {}",
         out.display()
     );
     let status = std::process::Command::new(&harness)
@@ -216,11 +195,52 @@ fn run_in_guest(a: &AppFigArgs) -> Result<String, CliError> {
         .status()
         .map_err(|e| CliError::Io(format!("{}: {e}", harness.display())))?;
     if !status.success() {
+        let dir = std::env::var("ZNSKIT_GUEST_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|_| root.join("target/guest-serve"));
         return Err(CliError::Io(format!(
-            "the guest run failed ({status}); its console log is under {}",
-            root.join("target/guest-serve").display()
+            "the guest run failed ({status}); its console log is {}",
+            dir.join("console.log").display()
         )));
     }
+    Ok(())
+}
+
+fn run_in_guest(a: &AppFigArgs) -> Result<String, CliError> {
+    let out = guest_out_dir(&a.out)?;
+    let figs: Vec<&str> = a
+        .figs
+        .iter()
+        .map(|f| match f {
+            AppFig::Fig9 => "9",
+            AppFig::Fig10 => "10",
+        })
+        .collect();
+    let speed = a.speed.unwrap_or(GUEST_SPEED);
+    let member = guest_profile(&a.member, &out, "member")?;
+    let mut args = format!(
+        "zraid --fig {} --where here --out /out --speed {speed} --reps {} --member {} --member-zones {} --eta always --no-plots",
+        figs.join(","),
+        a.reps,
+        member,
+        a.member_zones
+    );
+    if a.quick {
+        args += " --quick";
+    }
+    let _ = std::fs::remove_file(out.join("points.json"));
+    let runs = zraid::run_count(&ZraidAppOptions {
+        figs: a.figs.clone(),
+        quick: a.quick,
+        reps: a.reps,
+        speed,
+        member: a.member.clone(),
+        member_zones: a.member_zones,
+        meta: String::new(),
+        out_dir: out.clone(),
+        zns: PathBuf::new(),
+    });
+    run_repro_in_guest(&args, &out, runs)?;
     // the guest wrote the points; the figures are drawn here
     let points = zraid::read_points(&out).map_err(CliError::Io)?;
     outputs(
