@@ -14,8 +14,11 @@
 //! - `dbbench`: `db_bench` runs and the figures in its report;
 //! - `fio`: fio runs (job files with variables) and their JSON report;
 //! - `experiment`: one run — serve, F2FS, a workload, the counters;
+//! - `calibrate`: fio through a served device against `zns bench`, the
+//!   check that a speed factor leaves the device the bottleneck;
 //! - `zraid`: the ZRAID paper's Fig. 9, Fig. 10 and §6.4 statistics.
 
+pub mod calibrate;
 pub mod dbbench;
 pub mod experiment;
 pub mod fio;

@@ -15,6 +15,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use zns_raid::RaidStats;
 
+use crate::calibrate::{calibrate, Calibration};
 use crate::experiment::{run_on_f2fs, RunEnv, RunResult, Workload};
 
 /// The figures this module reproduces.
@@ -291,6 +292,86 @@ pub fn run_count(opts: &ZraidAppOptions) -> usize {
     plan(opts).len()
 }
 
+/// The `zns serve` options of every run.
+fn serve_args(opts: &ZraidAppOptions) -> Vec<String> {
+    vec![
+        "--zones".into(),
+        opts.member_zones.to_string(),
+        "--speed".into(),
+        opts.speed.to_string(),
+    ]
+}
+
+/// The speed check (crate::calibrate) on a ZRAID array of the members, at
+/// the figures' speed; written to `out_dir/calibration.{json,csv}`.
+pub fn calibrate_speed(
+    opts: &ZraidAppOptions,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Vec<Calibration>, String> {
+    let array = format!("raid:{MEMBERS}x{},variant=zraid", opts.member);
+    progress(&format!(
+        "speed check: fio through the served {array} at --speed {} against zns bench",
+        opts.speed
+    ));
+    let dir = opts.out_dir.join("runs");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let runtime_s = if opts.quick { 5 } else { 15 };
+    let cal = calibrate(
+        &opts.zns,
+        &array,
+        &serve_args(opts),
+        opts.speed,
+        runtime_s,
+        &dir.join("calibration.serve.json"),
+    )
+    .map_err(|e| format!("speed check: {e}"))?;
+    let mut csv = String::from("job,target,speed,served_mib_per_s,bench_mib_per_s,ratio\n");
+    for c in &cal {
+        let _ = writeln!(
+            csv,
+            "{},\"{}\",{},{:.3},{:.3},{:.4}",
+            c.job, c.target, c.speed, c.served_mib_per_s, c.bench_mib_per_s, c.ratio
+        );
+    }
+    let write = |name: &str, text: String| {
+        let path = opts.out_dir.join(name);
+        std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))
+    };
+    write("calibration.csv", csv)?;
+    write(
+        "calibration.json",
+        serde_json::to_string_pretty(&cal).map_err(|e| e.to_string())?,
+    )?;
+    Ok(cal)
+}
+
+/// The speed check a run wrote to `dir/calibration.json`.
+pub fn read_calibration(dir: &std::path::Path) -> Result<Vec<Calibration>, String> {
+    let path = dir.join("calibration.json");
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// The speed check as a Markdown table.
+pub fn calibration_markdown(cal: &[Calibration]) -> String {
+    let mut s = String::from(
+        "| speed check (device-bound: 1) | --speed | fio through ublk, MiB/s | zns bench × speed, MiB/s | ratio |\n|---|---|---|---|---|\n",
+    );
+    for c in cal {
+        let _ = writeln!(
+            s,
+            "| {} on {} | {} | {:.2} | {:.2} | {:.3} |",
+            c.job,
+            c.target,
+            c.speed,
+            c.served_mib_per_s,
+            c.bench_mib_per_s * c.speed,
+            c.ratio
+        );
+    }
+    s
+}
+
 /// Runs the figures; `progress` gets a line per run.
 pub fn run(
     opts: &ZraidAppOptions,
@@ -299,12 +380,7 @@ pub fn run(
     let env = RunEnv {
         zns: opts.zns.clone(),
         work_dir: opts.out_dir.join("runs"),
-        serve_args: vec![
-            "--zones".into(),
-            opts.member_zones.to_string(),
-            "--speed".into(),
-            opts.speed.to_string(),
-        ],
+        serve_args: serve_args(opts),
     };
     let meta = meta_profile(opts)?;
     let runs = plan(opts);

@@ -102,13 +102,17 @@ fn run_here(a: &AppFigArgs) -> Result<String, CliError> {
         zns,
     };
     let show = a.show_progress;
-    let points = zraid::run(&opts, &mut |line| {
+    let mut progress = |line: &str| {
         if show {
             eprintln!("{line}");
         }
-    })
-    .map_err(CliError::Io)?;
-    outputs(&points, &a.out, a.plots, &format!("--speed {}", opts.speed))
+    };
+    std::fs::create_dir_all(&a.out)
+        .map_err(|e| CliError::Io(format!("--out {}: {e}", a.out.display())))?;
+    let cal = zraid::calibrate_speed(&opts, &mut progress).map_err(CliError::Io)?;
+    let points = zraid::run(&opts, &mut progress).map_err(CliError::Io)?;
+    let text = outputs(&points, &a.out, a.plots, &format!("--speed {}", opts.speed))?;
+    Ok(format!("{}\n{text}", zraid::calibration_markdown(&cal)))
 }
 
 /// Writes the figures' files; the summary and the file list.
@@ -229,6 +233,7 @@ fn run_in_guest(a: &AppFigArgs) -> Result<String, CliError> {
         args += " --quick";
     }
     let _ = std::fs::remove_file(out.join("points.json"));
+    let _ = std::fs::remove_file(out.join("calibration.json"));
     let runs = zraid::run_count(&ZraidAppOptions {
         figs: a.figs.clone(),
         quick: a.quick,
@@ -243,10 +248,12 @@ fn run_in_guest(a: &AppFigArgs) -> Result<String, CliError> {
     run_repro_in_guest(&args, &out, runs)?;
     // the guest wrote the points; the figures are drawn here
     let points = zraid::read_points(&out).map_err(CliError::Io)?;
-    outputs(
+    let cal = zraid::read_calibration(&out).map_err(CliError::Io)?;
+    let text = outputs(
         &points,
         &out,
         a.plots,
         &format!("in the ublk guest under TCG, --speed {speed}"),
-    )
+    )?;
+    Ok(format!("{}\n{text}", zraid::calibration_markdown(&cal)))
 }

@@ -1,0 +1,139 @@
+//! The check that a speed factor keeps results meaningful (docs/apps.md,
+//! "Measuring in a slow guest"): fio through a served device at `--speed F`
+//! against `zns bench` running the same jobs on the same device in virtual
+//! time. When the device, not the host (a TCG guest's CPU, the block layer,
+//! ublk, the server), bounds the applications, the served throughput is F
+//! times `zns bench`'s: the ratio below is 1. A ratio well under 1 says the
+//! host is the bottleneck at that F, and the applications' figures would
+//! measure the host.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::fio::{summarize, FioResult};
+use crate::served::Server;
+use crate::{run, AppError};
+
+/// One job, served and in virtual time.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Calibration {
+    pub job: String,
+    pub target: String,
+    pub speed: f64,
+    /// fio through the served device, in MiB/s of wall-clock time.
+    pub served_mib_per_s: f64,
+    /// `zns bench`, in MiB/s of virtual time.
+    pub bench_mib_per_s: f64,
+    /// served / (bench × speed): 1 when the device bounds the run.
+    pub ratio: f64,
+}
+
+/// The calibration jobs as fio options (after `--filename`), in one run:
+/// the kinds of I/O the applications make — larger sequential writes at a
+/// queue depth, then (stonewall) random 4 KiB reads of what they wrote
+/// (zonemode=zbd reads only below write pointers).
+pub const JOBS: [&str; 2] = ["write-64k-qd8", "randread-4k-qd32"];
+
+fn job_options(runtime_s: u32) -> Vec<String> {
+    let mut v: Vec<String> = [
+        "--direct=1",
+        "--ioengine=libaio",
+        "--zonemode=zbd",
+        "--time_based",
+        "--output-format=json",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    v.push(format!("--runtime={runtime_s}"));
+    for s in [
+        "--name=write-64k-qd8",
+        "--rw=write",
+        "--bs=64k",
+        "--iodepth=8",
+        "--size=2z",
+        "--name=randread-4k-qd32",
+        "--stonewall",
+        "--rw=randread",
+        "--bs=4k",
+        "--iodepth=32",
+        "--size=2z",
+    ] {
+        v.push(s.to_string());
+    }
+    v
+}
+
+/// Runs `program ARGS` (fio or `zns bench`) and returns each job's figures.
+fn run_jobs(program: &str, label: &str, args: &[String]) -> Result<Vec<FioResult>, AppError> {
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = run(program, &refs, &[])?;
+    let start = out.find('{').unwrap_or(0);
+    let doc: serde_json::Value =
+        serde_json::from_str(&out[start..]).map_err(|e| AppError::Report {
+            program: label.into(),
+            what: format!("its JSON report: {e}"),
+        })?;
+    JOBS.iter()
+        .map(|name| {
+            let job = doc["jobs"]
+                .as_array()
+                .and_then(|jobs| jobs.iter().find(|j| j["jobname"] == *name))
+                .ok_or_else(|| AppError::Report {
+                    program: label.into(),
+                    what: format!("no job {name} in its report"),
+                })?;
+            summarize(&serde_json::json!({ "jobs": [job] })).map_err(|what| AppError::Report {
+                program: label.into(),
+                what,
+            })
+        })
+        .collect()
+}
+
+fn mib_per_s(r: &FioResult) -> f64 {
+    r.read_mib_per_s + r.write_mib_per_s
+}
+
+/// Serves `target` with `serve_args` (which set the speed `speed`), runs
+/// the jobs through it with fio, then the same jobs with `zns bench` in
+/// virtual time; `stats` is the server's statistics file.
+pub fn calibrate(
+    zns: &Path,
+    target: &str,
+    serve_args: &[String],
+    speed: f64,
+    runtime_s: u32,
+    stats: &Path,
+) -> Result<Vec<Calibration>, AppError> {
+    let mut args = vec![target.to_string()];
+    args.extend(serve_args.iter().cloned());
+    let server = Server::start(zns, &args, stats)?;
+    let dev = server
+        .path_of(target)
+        .ok_or_else(|| AppError::Io(format!("zns serve did not list {target}")))?
+        .to_string();
+    let mut fio_args = vec![format!("--filename={dev}")];
+    fio_args.extend(job_options(runtime_s));
+    let served = run_jobs("fio", "fio", &fio_args)?;
+    server.stop()?;
+    let mut bench_args = vec!["bench".to_string(), format!("--filename={target}")];
+    bench_args.extend(job_options(runtime_s));
+    let bench = run_jobs(&zns.to_string_lossy(), "zns bench", &bench_args)?;
+    Ok(JOBS
+        .iter()
+        .zip(served.iter().zip(&bench))
+        .map(|(job, (s, b))| {
+            let (s, b) = (mib_per_s(s), mib_per_s(b));
+            Calibration {
+                job: job.to_string(),
+                target: target.to_string(),
+                speed,
+                served_mib_per_s: s,
+                bench_mib_per_s: b,
+                ratio: if b > 0.0 { s / (b * speed) } else { 0.0 },
+            }
+        })
+        .collect())
+}
