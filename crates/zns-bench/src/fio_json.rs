@@ -102,7 +102,10 @@ fn job_json(j: &JobReport, bins: bool) -> Json {
     o.insert("groupid".into(), json!(j.groupid));
     o.insert("jobs".into(), json!(j.jobs));
     o.insert("job_start".into(), json!(0));
-    o.insert("error".into(), json!(0));
+    o.insert(
+        "error".into(),
+        json!(j.error.as_ref().map_or(0, |f| f.errno)),
+    );
     o.insert("eta".into(), json!(0));
     o.insert(
         "elapsed".into(),

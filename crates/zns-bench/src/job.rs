@@ -153,7 +153,7 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("name", OptKind::Str, None,
         "Job name. On the command line each --name starts a new job; in a job file the section name is used unless the section sets name."),
     opt("filename", OptKind::Str, None,
-        "Target device: a znskit device profile name (e.g. zn540) or a device image path."),
+        "Target device (required): a built-in profile (e.g. zn540), a profile TOML file, a device image, raid:… or a real zoned device /dev/… (docs/targets.md)."),
     aliased(opt("rw", OptKind::Enum(&["read", "write", "randread", "randwrite", "rw", "readwrite", "randrw"]), Some("read"),
         "I/O pattern: read, write, randread, randwrite, rw/readwrite (sequential mixed), randrw (random mixed)."), &["readwrite"]),
     opt("rwmixread", OptKind::Int { min: 0, max: 100 }, Some("50"),
@@ -187,9 +187,9 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("direct", OptKind::Bool, Some("0"),
         "Use non-buffered (O_DIRECT) I/O; required for writes with zonemode=zbd."),
     opt("time_based", OptKind::Bool, Some("0"),
-        "Run for runtime even when size is done, wrapping around the I/O range."),
+        "Run for runtime even when size is done, wrapping around the I/O range (needs a runtime)."),
     aliased(opt("runtime", OptKind::Time { default_unit_us: SECS }, None,
-        "Limit the run to this long (plain number = seconds)."), &["timeout"]),
+        "Limit the run to this long (plain number = seconds; 0 = no limit, as in fio)."), &["timeout"]),
     opt("ramp_time", OptKind::Time { default_unit_us: SECS }, Some("0"),
         "Run this long before starting to log statistics (plain number = seconds)."),
     opt("startdelay", OptKind::Time { default_unit_us: SECS }, Some("0"),
@@ -942,6 +942,8 @@ pub fn parse_job_file_with_args<S: AsRef<str>>(
             continue;
         }
         if let Some(rest) = line.strip_prefix('[') {
+            // (a comment may follow the header: `[job] ; why`, as fio allows)
+            let rest = strip_trailing_comment(rest);
             let Some(name) = rest.strip_suffix(']') else {
                 return Err(JobError::Syntax {
                     at,
@@ -1217,7 +1219,8 @@ fn resolve(s: &Section, group: u32) -> Result<JobSpec, JobError> {
         ioengine,
         direct,
         time_based: b("time_based"),
-        runtime: time("runtime"),
+        // runtime=0 is no limit, as in fio
+        runtime: time("runtime").filter(|d| !d.is_zero()),
         ramp_time: time("ramp_time").unwrap_or_default(),
         flow: int("flow", 0).clamp(i32::MIN as i64, i32::MAX as i64) as i32,
         rate: rate("rate"),

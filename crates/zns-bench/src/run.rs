@@ -88,6 +88,31 @@ pub struct JobReport {
     pub ioengine: &'static str,
     /// Options as given, for fio's `job options`.
     pub options: BTreeMap<String, String>,
+    /// The I/O error that ended the job early, as fio reports one: the
+    /// report holds what it did until then, and the run fails after it is
+    /// printed.
+    pub error: Option<JobFailure>,
+}
+
+/// An I/O error that ended a job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobFailure {
+    /// The errno Linux's NVMe driver gives for the status (fio's `error`).
+    pub errno: i32,
+    pub err: NvmeError,
+}
+
+impl RunReport {
+    /// Every job that ended on an I/O error, as a message (empty: none).
+    pub fn failures(&self) -> Vec<String> {
+        self.jobs
+            .iter()
+            .filter_map(|j| {
+                let f = j.error.as_ref()?;
+                Some(format!("job {}: I/O error: {}", j.name, f.err))
+            })
+            .collect()
+    }
 }
 
 /// Result of a whole run.
@@ -155,7 +180,12 @@ pub fn run_jobs_with_progress(
                 job: spec.name.clone(),
                 msg,
             };
-            let fname = spec.filename.clone().unwrap_or_else(|| "zn540".to_string());
+            let fname = spec.filename.clone().ok_or_else(|| {
+                setup(
+                    "no filename=: name the device, e.g. filename=zn540 (a profile, a profile TOML file, an image, raid:… or /dev/…; docs/targets.md)"
+                        .to_string(),
+                )
+            })?;
             let target = devices.target(&mut rt, &fname, spec.nsid).map_err(&setup)?;
             let stack = effective_host_stack(spec);
             if let Some(prev) = stack_of_device.insert(fname.clone(), stack) {
@@ -345,6 +375,9 @@ fn merge_group(group: Vec<(JobReport, bool)>, gid: u32) -> Vec<JobReport> {
             }
             merged.runtime_ns = merged.runtime_ns.max(r.runtime_ns);
             merged.zone_resets += r.zone_resets;
+            if merged.error.is_none() {
+                merged.error = r.error;
+            }
         }
         merged.groupid = gid;
         vec![merged]
@@ -378,6 +411,11 @@ impl Future for FirstOf<'_> {
 
 /// Checks of a job against the device it targets; the message names the option.
 fn validate(spec: &JobSpec, target: &Target, geo: &Geometry) -> Result<(), String> {
+    if spec.time_based && spec.runtime.is_none() {
+        return Err(
+            "time_based with no runtime (or runtime=0) would run for ever: set runtime=".into(),
+        );
+    }
     let zoned = target.zoned().is_some();
     let lba = geo.lba_bytes;
     if spec.bs % lba != 0 {
@@ -925,11 +963,18 @@ impl JobRun {
                 .leave(self.flow_weight());
         }
         self.shared.changed.notify_waiters();
-        result?;
         let mut st = self.st.borrow_mut();
-        if let Some(err) = st.error {
-            return Err(self.io_err(err));
-        }
+        // an I/O error ends the job, not the run (as in fio): its report
+        // says what it did and carries the error
+        let failed = match result {
+            Err(RunError::Io { err, .. }) => Some(err),
+            Err(e) => return Err(e),
+            Ok(()) => st.error,
+        };
+        let error = failed.map(|err| JobFailure {
+            errno: zns_linux::errno_for_status(err.status),
+            err,
+        });
         let end = if self.deadline.get() != u64::MAX {
             st.last_done_ns.min(self.deadline.get())
         } else {
@@ -952,6 +997,7 @@ impl JobRun {
             bs: self.spec.bs,
             ioengine: self.spec.ioengine.as_str(),
             options: self.spec.options.clone(),
+            error,
         };
         Ok((report, self.spec.group_reporting))
     }

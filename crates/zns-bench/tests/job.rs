@@ -645,3 +645,19 @@ fn help_lists_every_option() {
     assert_eq!(h.lines().count(), OPTIONS.len());
     assert!(h.contains("host_stack") && h.contains("[znskit]"));
 }
+
+#[test]
+fn a_comment_after_a_section_header_is_a_comment_as_in_fio() {
+    let j = one("[w] ; the writer\nfilename=tiny\nrw=write\n");
+    assert_eq!(j.name, "w");
+    let j = one("[w]\t# the writer\nfilename=tiny\nrw=write\n");
+    assert_eq!(j.name, "w");
+}
+
+#[test]
+fn runtime_zero_is_no_limit_as_in_fio() {
+    let j = one("[w]\nfilename=tiny\nrw=write\nruntime=0\n");
+    assert_eq!(j.runtime, None);
+    let j = one("[w]\nfilename=tiny\nrw=write\nruntime=2s\n");
+    assert_eq!(j.runtime, Some(Duration::from_secs(2)));
+}

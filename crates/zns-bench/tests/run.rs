@@ -296,3 +296,57 @@ fn idle_virtual_time_is_skipped_not_ticked_through() {
     assert!(w["bw_samples"].as_u64().unwrap() >= 107_000, "{w}");
     assert_eq!(w["bw_min"], 0);
 }
+
+#[test]
+fn a_job_without_a_device_or_with_an_endless_time_based_run_is_refused() {
+    let specs = parse_args(args("--name=w --rw=write --size=1m")).unwrap();
+    let e = run_jobs(&specs, 1).unwrap_err().to_string();
+    assert!(
+        e.contains("no filename=") && e.contains("filename=zn540"),
+        "{e}"
+    );
+    for endless in ["--time_based", "--time_based --runtime=0"] {
+        let specs = parse_args(args(&format!(
+            "--name=w --filename=tiny --rw=write --zonemode=zbd --direct=1 --size=1z {endless}"
+        )))
+        .unwrap();
+        let e = run_jobs(&specs, 1).unwrap_err().to_string();
+        assert!(e.contains("time_based with no runtime"), "{endless}: {e}");
+    }
+    // runtime=0 alone: no limit, the job does its size
+    let specs = parse_args(args(
+        "--name=w --filename=tiny --rw=write --zonemode=zbd --direct=1 --size=1z --runtime=0",
+    ))
+    .unwrap();
+    let rep = run_jobs(&specs, 1).unwrap();
+    assert_eq!(rep.jobs[0].write.io_bytes, 192 * 4096);
+}
+
+#[test]
+fn an_io_error_ends_its_job_with_a_report_and_the_other_jobs_run_on() {
+    // without zonemode=zbd the writer runs into a full zone (fio's err=5)
+    let specs = parse_args(args(
+        "--filename=tiny --direct=1 --name=bad --rw=write --size=2z --name=good --rw=read --offset=4z --size=1z",
+    ))
+    .unwrap();
+    let rep = run_jobs(&specs, 1).unwrap();
+    let bad = rep.jobs.iter().find(|j| j.name == "bad").unwrap();
+    let good = rep.jobs.iter().find(|j| j.name == "good").unwrap();
+    let f = bad.error.as_ref().expect("the writer failed");
+    assert_eq!(f.errno, 5, "{f:?}");
+    assert_eq!(
+        bad.write.io_bytes,
+        192 * 4096,
+        "what it wrote before the error"
+    );
+    assert!(good.error.is_none());
+    assert!(good.read.io_bytes > 0, "the reader ran to its end");
+    let j = rep.to_fio_json();
+    assert_eq!(j["jobs"][0]["error"], 5);
+    assert_eq!(rep.failures().len(), 1);
+    assert!(
+        rep.failures()[0].contains("Zone is Full"),
+        "{:?}",
+        rep.failures()
+    );
+}

@@ -359,6 +359,12 @@ pub fn bench(args: Vec<String>) -> Result<ExitCode, CliError> {
         // a full disk loses the report: an error (exit 4), not success
         None => out!("{text}"),
     }
+    // a job that ended on an I/O error is in the report (fio's `error`,
+    // `err=`), and the run fails after it (exit 1), as fio's does
+    let failures = report.failures();
+    if !failures.is_empty() {
+        return Err(CliError::Failed(failures.join("; ")));
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -442,3 +442,29 @@ fn help_and_cmdhelp() {
         "{all}"
     );
 }
+
+/// A job that ends on an I/O error: the JSON report is still printed, with
+/// fio's `error` set to the errno (EIO for a full zone), and `zns bench`
+/// exits 1 after it, as fio does.
+#[test]
+fn a_failed_job_still_gets_its_json_report() {
+    let o = zns(&[
+        "bench",
+        "--output-format=json",
+        "--name=x",
+        "--filename=tiny",
+        "--rw=write",
+        "--size=2z",
+        "--direct=1",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&o.stdout).expect("a JSON report");
+    assert_eq!(job(&doc, "x")["error"], 5);
+    assert!(job(&doc, "x")["write"]["io_bytes"].as_u64().unwrap() > 0);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("Zone is Full"));
+}
