@@ -7,7 +7,6 @@
 //! flags is a job option (checked against zns-bench's option table), words
 //! are job files, and `--name` starts a new job.
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -73,12 +72,7 @@ enum Format {
     JsonPlus,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Eta {
-    Auto,
-    Always,
-    Never,
-}
+pub use crate::progress::Eta;
 
 #[derive(Debug)]
 struct BenchArgs {
@@ -278,28 +272,15 @@ fn run_error(e: RunError) -> CliError {
     }
 }
 
-/// Whether to draw a progress bar on stderr.
-pub fn show_progress(eta: Eta) -> bool {
-    match eta {
-        Eta::Always => true,
-        Eta::Never => false,
-        Eta::Auto => std::io::stderr().is_terminal(),
-    }
-}
-
 /// Runs the jobs, with a progress bar on stderr when asked for.
 fn execute(specs: &[JobSpec], seed: u64, eta: Eta) -> Result<RunReport, CliError> {
-    if !show_progress(eta) {
+    let Some(bar) = crate::progress::bar(
+        eta,
+        1000,
+        "{prefix} [{bar:30}] {percent:>3}% {msg} (host {elapsed})",
+    ) else {
         return run::run_jobs(specs, seed).map_err(run_error);
-    }
-    let bar = indicatif::ProgressBar::new(1000);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{prefix} [{bar:30}] {percent:>3}% {msg} (host {elapsed})",
-        )
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
-        .progress_chars("=> "),
-    );
+    };
     let mut last_group = u32::MAX;
     let r = run::run_jobs_with_progress(specs, seed, &mut |p: &run::Progress| {
         if p.group != last_group {

@@ -15,7 +15,6 @@ use zns_cache::{
 use zns_device::StoreKind;
 use zns_target::TargetSpec;
 
-use crate::bench::{show_progress, Eta};
 use crate::{host_stack_arg, set_overrides, size_arg, CliError};
 
 pub const CACHE_HELP: &str = "\
@@ -256,26 +255,6 @@ fn cache_err(e: CacheError) -> CliError {
     }
 }
 
-fn eta(s: &str) -> Eta {
-    match s {
-        "always" => Eta::Always,
-        "never" => Eta::Never,
-        _ => Eta::Auto,
-    }
-}
-
-fn bar(show: bool, template: &str) -> Option<indicatif::ProgressBar> {
-    show.then(|| {
-        let b = indicatif::ProgressBar::new(1);
-        b.set_style(
-            indicatif::ProgressStyle::with_template(template)
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
-                .progress_chars("=> "),
-        );
-        b
-    })
-}
-
 impl CacheShape {
     fn device_spec(&self) -> Result<zns_cache::DeviceSpec, CliError> {
         let device = &self.device;
@@ -379,8 +358,9 @@ fn run(a: RunArgs) -> Result<ExitCode, CliError> {
         .map_err(cache_err)?;
     spec.interval_ns = parse_duration_ns(&a.interval).map_err(cache_err)?;
     spec.seed = a.seed;
-    let pb = bar(
-        show_progress(eta(&a.eta)),
+    let pb = crate::progress::bar(
+        a.eta.parse().map_err(CliError::Usage)?,
+        1,
         "zncache [{bar:30}] {pos}/{len} gets {msg} ({elapsed})",
     );
     let result = zns_cache::run_cache(&spec, &mut |p| {
@@ -492,8 +472,9 @@ pub fn repro_cmd(cmd: ReproCommand) -> Result<ExitCode, CliError> {
             }
         })
         .collect::<Result<_, _>>()?;
-    let pb = bar(
-        show_progress(eta(&a.eta)),
+    let pb = crate::progress::bar(
+        a.eta.parse().map_err(CliError::Usage)?,
+        1,
         "zncache repro {spinner} {msg} ({elapsed})",
     );
     let result = repro::run_repro(&opts, &mut |label, p| {

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use clap::Args;
 use zns_bench::fidelity::{self, FidelityError, FidelityOptions};
 
-use crate::bench::{show_progress, Eta};
+use crate::progress::Eta;
 use crate::CliError;
 
 #[derive(Args)]
@@ -47,22 +47,12 @@ pub fn fidelity(args: FidelityArgs) -> Result<ExitCode, CliError> {
         curves: !args.no_curves,
         seed: args.seed,
     };
-    let eta = match args.eta.as_str() {
-        "always" => Eta::Always,
-        "never" => Eta::Never,
-        _ => Eta::Auto,
-    };
-    let bar = show_progress(eta).then(|| {
-        let bar = indicatif::ProgressBar::new(1);
-        bar.set_style(
-            indicatif::ProgressStyle::with_template(
-                "fidelity [{bar:30}] {pos}/{len} job files {msg} ({elapsed})",
-            )
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
-            .progress_chars("=> "),
-        );
-        bar
-    });
+    let eta: Eta = args.eta.parse().map_err(CliError::Usage)?;
+    let bar = crate::progress::bar(
+        eta,
+        1,
+        "fidelity [{bar:30}] {pos}/{len} job files {msg} ({elapsed})",
+    );
     // Host time is measured here, outside the deterministic library: the
     // interval between two progress calls is one job file's run.
     let started = std::time::Instant::now();

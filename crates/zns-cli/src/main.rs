@@ -32,6 +32,7 @@ mod cache;
 mod export;
 mod fidelity;
 mod output;
+mod progress;
 mod raid;
 mod serve;
 

@@ -10,7 +10,7 @@ use zns_device::Profile;
 use zns_raid::crashtest::{self, CrashConfig, TrialOutcome};
 use zns_raid::Policy;
 
-use crate::bench::{show_progress, Eta};
+use crate::progress::Eta;
 use crate::CliError;
 
 #[derive(Subcommand)]
@@ -129,11 +129,7 @@ fn crashtest_cmd(args: CrashtestArgs) -> Result<ExitCode, CliError> {
             args.chunk_kib
         )));
     }
-    let eta = match args.eta.as_str() {
-        "always" => Eta::Always,
-        "never" => Eta::Never,
-        _ => Eta::Auto,
-    };
+    let eta: Eta = args.eta.parse().map_err(CliError::Usage)?;
     let mut rows = Vec::new();
     let mut wplog_failed = false;
     for policy in policies {
@@ -146,18 +142,14 @@ fn crashtest_cmd(args: CrashtestArgs) -> Result<ExitCode, CliError> {
         cfg.max_cut_ns = (args.max_cut_ms * 1e6) as u64;
         cfg.profile = profile.clone();
         cfg.progress_per_write = args.per_write_progress;
-        let bar = show_progress(eta).then(|| {
-            let bar = indicatif::ProgressBar::new(trials);
-            bar.set_style(
-                indicatif::ProgressStyle::with_template(&format!(
-                    "crashtest {} [{{bar:30}}] {{pos}}/{{len}} {{msg}} ({{elapsed}})",
-                    policy.name()
-                ))
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
-                .progress_chars("=> "),
-            );
-            bar
-        });
+        let bar = crate::progress::bar(
+            eta,
+            trials,
+            &format!(
+                "crashtest {} [{{bar:30}}] {{pos}}/{{len}} {{msg}} ({{elapsed}})",
+                policy.name()
+            ),
+        );
         let mut failures = 0u64;
         let summary = crashtest::run(&cfg, trials, seed, &mut |o: &TrialOutcome| {
             if !o.passed() {
@@ -370,12 +362,8 @@ pub fn repro_zraid_cmd(a: ReproZraidArgs) -> Result<ExitCode, CliError> {
         seed: a.seed,
         out_dir: a.out.clone(),
     };
-    let eta = match a.eta.as_str() {
-        "always" => Eta::Always,
-        "never" => Eta::Never,
-        _ => Eta::Auto,
-    };
-    let show = show_progress(eta);
+    let eta: Eta = a.eta.parse().map_err(CliError::Usage)?;
+    let show = eta.shown();
     let report = repro_zraid::run(&opts, &mut |line| {
         if show {
             eprintln!("{line}");

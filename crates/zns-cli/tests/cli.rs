@@ -254,3 +254,30 @@ fn crashtest_arguments_are_checked_before_any_trial() {
         assert!(stdout(&o).is_empty(), "{args:?} ran trials: {}", stdout(&o));
     }
 }
+
+/// `--eta=always` shows progress on a stderr that is not a terminal (a log,
+/// CI) as plain lines, as fio does; `never` and `auto` (not a terminal)
+/// show none.
+#[test]
+fn eta_always_shows_progress_in_logs() {
+    let job = [
+        "bench",
+        "--name=w",
+        "--filename=tiny",
+        "--rw=write",
+        "--zonemode=zbd",
+        "--direct=1",
+        "--size=2z",
+    ];
+    let with = |eta: &str| {
+        let mut a = job.to_vec();
+        a.push(eta);
+        let o = zns(&a);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        stderr(&o)
+    };
+    let log = with("--eta=always");
+    assert!(log.contains('[') && log.contains('%'), "{log:?}");
+    assert!(with("--eta=never").is_empty());
+    assert!(with("--eta=auto").is_empty());
+}
