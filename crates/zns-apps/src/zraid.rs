@@ -369,6 +369,14 @@ pub fn calibration_markdown(cal: &[Calibration]) -> String {
             c.ratio
         );
     }
+    let worst = cal.iter().map(|c| c.ratio).fold(f64::INFINITY, f64::min);
+    if worst < 0.9 {
+        let _ = writeln!(
+            s,
+            "\nWarning: at this speed the host reaches only {:.0} % of the device's throughput: the host, not the emulated device, bounds the runs, and the figures below measure it; use a lower --speed.",
+            worst * 100.0
+        );
+    }
     s
 }
 
