@@ -124,6 +124,9 @@ pub struct RunReport {
     pub virtual_ns: u64,
     /// Counters of the RAID arrays (`filename=raid:…`) of the run, by filename.
     pub raid: BTreeMap<String, zns_raid::RaidStats>,
+    /// The run was stopped early (see [`run_jobs_interruptible`]): the jobs'
+    /// reports cover what ran until then; later groups did not run.
+    pub interrupted: bool,
 }
 
 /// The host stack a job uses: `host_stack`, else spdk for `ioengine=spdk`
@@ -149,6 +152,19 @@ pub fn run_jobs_with_progress(
     seed: u64,
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<RunReport, RunError> {
+    run_jobs_interruptible(specs, seed, progress, &|| false)
+}
+
+/// [`run_jobs_with_progress`] that stops early when `interrupted` says so
+/// (asked with each progress report; a user's Ctrl-C, say): the running
+/// jobs stop issuing, finish what is in flight and report what they did,
+/// as fio does on SIGINT; later groups do not run.
+pub fn run_jobs_interruptible(
+    specs: &[JobSpec],
+    seed: u64,
+    progress: &mut dyn FnMut(&Progress),
+    interrupted: &dyn Fn() -> bool,
+) -> Result<RunReport, RunError> {
     // a real device runs in real time: the virtual clock cannot see it work
     let real = specs.iter().any(|s| {
         s.filename
@@ -172,7 +188,11 @@ pub fn run_jobs_with_progress(
     let ngroups = groups.len() as u32;
     let shared = Rc::new(RunShared::default());
     let mut reports = Vec::new();
+    let mut stopped = false;
     for (gi, (gid, jobs)) in groups.into_iter().enumerate() {
+        if stopped {
+            break;
+        }
         let mut runs: Vec<Rc<JobRun>> = Vec::new();
         let mut stack_of_device: BTreeMap<String, HostStack> = BTreeMap::new();
         for spec in jobs {
@@ -284,6 +304,13 @@ pub fn run_jobs_with_progress(
                 read_ios: shared.read_ios.get(),
                 write_ios: shared.write_ios.get(),
             });
+            if !stopped && interrupted() {
+                stopped = true;
+                for r in &runs {
+                    r.abort.set(true);
+                }
+                shared.changed.notify_waiters();
+            }
             let active = shared.active_workers.get();
             if finished.get() < runs.len()
                 && active > 0
@@ -326,6 +353,7 @@ pub fn run_jobs_with_progress(
         jobs: reports,
         virtual_ns: handle.now_ns(),
         raid: devices.raid_stats(),
+        interrupted: stopped,
     })
 }
 

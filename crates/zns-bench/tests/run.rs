@@ -350,3 +350,28 @@ fn an_io_error_ends_its_job_with_a_report_and_the_other_jobs_run_on() {
         rep.failures()
     );
 }
+
+#[test]
+fn an_interrupted_run_reports_what_ran_and_skips_later_groups() {
+    use std::cell::Cell;
+    use zns_bench::run::run_jobs_interruptible;
+    let specs = parse_job_file(
+        "[global]\nfilename=zn540\ndirect=1\nzonemode=zbd\nbs=64k\n[w]\nrw=write\nsize=100z\n[r]\nstonewall\nrw=read\nsize=1z\n",
+        "t.fio",
+    )
+    .unwrap();
+    let calls = Cell::new(0);
+    // the "Ctrl-C" comes with the fifth progress report (50 ms of virtual time)
+    let rep = run_jobs_interruptible(&specs, 1, &mut |_| calls.set(calls.get() + 1), &|| {
+        calls.get() >= 5
+    })
+    .unwrap();
+    assert!(rep.interrupted);
+    assert_eq!(rep.jobs.len(), 1, "the second group did not run");
+    let w = &rep.jobs[0].write;
+    assert!(w.io_bytes > 0, "what ran is reported");
+    assert!(w.io_bytes < 100 * 2 * 1077 << 20, "the job stopped early");
+    let full = run_jobs(&specs, 1).unwrap();
+    assert!(!full.interrupted);
+    assert_eq!(full.jobs.len(), 2);
+}

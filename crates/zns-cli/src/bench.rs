@@ -274,30 +274,39 @@ fn run_error(e: RunError) -> CliError {
 
 /// Runs the jobs, with a progress bar on stderr when asked for.
 fn execute(specs: &[JobSpec], seed: u64, eta: Eta) -> Result<RunReport, CliError> {
+    let interrupted = &|| interrupted::happened();
+    interrupted::watch();
     let Some(bar) = crate::progress::bar(
         eta,
         1000,
         "{prefix} [{bar:30}] {percent:>3}% {msg} (host {elapsed})",
     ) else {
-        return run::run_jobs(specs, seed).map_err(run_error);
+        return run::run_jobs_interruptible(specs, seed, &mut |_| {}, interrupted)
+            .map_err(run_error);
     };
     let mut last_group = u32::MAX;
-    let r = run::run_jobs_with_progress(specs, seed, &mut |p: &run::Progress| {
-        if p.group != last_group {
-            last_group = p.group;
-            bar.set_prefix(format!("group {}/{}", p.group + 1, p.groups.max(1)));
-        }
-        let groups = u64::from(p.groups.max(1));
-        let done = (u64::from(p.group) * 1000 + (p.done_fraction.clamp(0.0, 1.0) * 1000.0) as u64)
-            / groups;
-        bar.set_position(done.min(1000));
-        bar.set_message(format!(
-            "virtual {:.3}s, {} reads, {} writes",
-            p.virtual_ns as f64 / 1e9,
-            p.read_ios,
-            p.write_ios
-        ));
-    });
+    let r = run::run_jobs_interruptible(
+        specs,
+        seed,
+        &mut |p: &run::Progress| {
+            if p.group != last_group {
+                last_group = p.group;
+                bar.set_prefix(format!("group {}/{}", p.group + 1, p.groups.max(1)));
+            }
+            let groups = u64::from(p.groups.max(1));
+            let done = (u64::from(p.group) * 1000
+                + (p.done_fraction.clamp(0.0, 1.0) * 1000.0) as u64)
+                / groups;
+            bar.set_position(done.min(1000));
+            bar.set_message(format!(
+                "virtual {:.3}s, {} reads, {} writes",
+                p.virtual_ns as f64 / 1e9,
+                p.read_ios,
+                p.write_ios
+            ));
+        },
+        interrupted,
+    );
     bar.finish_and_clear();
     r.map_err(run_error)
 }
@@ -340,6 +349,10 @@ pub fn bench(args: Vec<String>) -> Result<ExitCode, CliError> {
         // a full disk loses the report: an error (exit 4), not success
         None => out!("{text}"),
     }
+    if report.interrupted {
+        eprintln!("zns bench: interrupted (SIGINT): the report covers what ran until then");
+        return Ok(ExitCode::from(130));
+    }
     // a job that ended on an I/O error is in the report (fio's `error`,
     // `err=`), and the run fails after it (exit 1), as fio's does
     let failures = report.failures();
@@ -347,6 +360,36 @@ pub fn bench(args: Vec<String>) -> Result<ExitCode, CliError> {
         return Err(CliError::Failed(failures.join("; ")));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Ctrl-C during a run: the first SIGINT asks the run to stop and report
+/// what it did (as fio does); a second one ends the process at once.
+mod interrupted {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    static HAPPENED: AtomicBool = AtomicBool::new(false);
+
+    extern "C" fn on_sigint(_: libc::c_int) {
+        if HAPPENED.swap(true, Ordering::SeqCst) {
+            // SAFETY: _exit is async-signal-safe.
+            unsafe { libc::_exit(130) };
+        }
+    }
+
+    /// Installs the SIGINT handler.
+    pub fn watch() {
+        // SAFETY: the handler only touches an atomic and calls _exit.
+        unsafe {
+            libc::signal(
+                libc::SIGINT,
+                on_sigint as extern "C" fn(libc::c_int) as libc::sighandler_t,
+            );
+        }
+    }
+
+    pub fn happened() -> bool {
+        HAPPENED.load(Ordering::SeqCst)
+    }
 }
 
 #[cfg(test)]
