@@ -111,10 +111,14 @@ fn job_json(j: &JobReport, bins: bool) -> Json {
         "elapsed".into(),
         json!(j.runtime_ns.div_ceil(1_000_000_000)),
     );
-    let opts: Map<String, Json> = j
-        .options
-        .iter()
-        .map(|(k, v)| (k.clone(), json!(v)))
+    // as fio: the job's name first, then its options in the order given
+    let opts: Map<String, Json> = std::iter::once(("name".to_string(), json!(j.name)))
+        .chain(
+            j.options
+                .iter()
+                .filter(|(k, _)| k.as_str() != "name")
+                .map(|(k, v)| (k.clone(), json!(v))),
+        )
         .collect();
     o.insert("job options".into(), Json::Object(opts));
     o.insert("read".into(), dir_json(&j.read, j, bins));
@@ -148,7 +152,9 @@ fn job_json(j: &JobReport, bins: bool) -> Json {
         levels.insert(k.into(), json!(if k == depth_key { 100.0 } else { 0.0 }));
     }
     o.insert("iodepth_level".into(), Json::Object(levels));
-    // I/Os are submitted and completed one at a time (no batching)
+    // I/Os are submitted and completed one at a time (no batching): fio's
+    // "1-4" bucket, as fio 3.33 prints for psync, libaio and io_uring alike
+    // (only its null engine counts none)
     let mut one_at_a_time = Map::new();
     for k in ["0", "4", "8", "16", "32", "64", ">=64"] {
         one_at_a_time.insert(k.into(), json!(if k == "4" { 100.0 } else { 0.0 }));

@@ -778,7 +778,7 @@ pub struct JobSpec {
     pub nsid: Option<u32>,
     /// The options as given (global and the job's own), canonical name →
     /// text, for fio's `job options` output.
-    pub options: std::collections::BTreeMap<String, String>,
+    pub options: indexmap::IndexMap<String, String>,
 }
 
 impl JobSpec {
@@ -801,8 +801,9 @@ impl JobSpec {
 #[derive(Debug, Clone, Default)]
 struct OptSet {
     values: HashMap<&'static str, Value>,
-    /// The text each option was given as (bare flags as "1"), for reports.
-    raw: std::collections::BTreeMap<&'static str, String>,
+    /// The text each option was given as (bare flags as "1"), for reports,
+    /// in the order given (fio's `job options` keep it).
+    raw: indexmap::IndexMap<&'static str, String>,
     /// `name=` was given in this job's own section (not inherited).
     name_set_locally: bool,
 }

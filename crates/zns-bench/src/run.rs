@@ -86,8 +86,8 @@ pub struct JobReport {
     pub rw: Rw,
     pub bs: u64,
     pub ioengine: &'static str,
-    /// Options as given, for fio's `job options`.
-    pub options: BTreeMap<String, String>,
+    /// Options as given, in order, for fio's `job options`.
+    pub options: indexmap::IndexMap<String, String>,
     /// The I/O error that ended the job early, as fio reports one: the
     /// report holds what it did until then, and the run fails after it is
     /// printed.

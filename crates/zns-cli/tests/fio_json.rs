@@ -468,3 +468,65 @@ fn a_failed_job_still_gets_its_json_report() {
     assert!(job(&doc, "x")["write"]["io_bytes"].as_u64().unwrap() > 0);
     assert!(String::from_utf8_lossy(&o.stderr).contains("Zone is Full"));
 }
+
+/// Keys come in fio's order (a reader iterating a JSON object sees what
+/// fio's readers see): the job's keys as real fio 3.33 orders them,
+/// percentiles and I/O depths in numeric order, `job options` with the
+/// job's name first and its options as given.
+#[test]
+fn json_keys_come_in_fio_order() {
+    let ours = ok_json(&[
+        "bench",
+        "--output-format=json",
+        "--name=x",
+        "--filename=tiny",
+        "--rw=write",
+        "--zonemode=zbd",
+        "--direct=1",
+        "--size=1z",
+    ]);
+    let out = Command::new("fio")
+        .args([
+            "--name=x",
+            "--ioengine=null",
+            "--size=1m",
+            "--rw=write",
+            "--output-format=json",
+        ])
+        .output()
+        .expect("fio (scripts/setup installs it)");
+    let start = out
+        .stdout
+        .iter()
+        .position(|&b| b == b'{')
+        .expect("fio's JSON");
+    let fio: Value = serde_json::from_slice(&out.stdout[start..]).expect("fio's JSON");
+    let keys =
+        |v: &Value| -> Vec<String> { v.as_object().expect("an object").keys().cloned().collect() };
+    let (our_job, fio_job) = (&ours["jobs"][0], &fio["jobs"][0]);
+    let fio_keys = keys(fio_job);
+    let common: Vec<String> = keys(our_job)
+        .into_iter()
+        .filter(|k| fio_keys.contains(k))
+        .collect();
+    let fio_order: Vec<String> = fio_keys
+        .into_iter()
+        .filter(|k| common.contains(k))
+        .collect();
+    assert_eq!(common, fio_order, "the job's keys in fio's order");
+    let numeric = |v: &Value| -> Vec<f64> {
+        keys(v)
+            .iter()
+            .map(|k| k.trim_start_matches(">=").parse::<f64>().unwrap())
+            .collect()
+    };
+    let pct = numeric(&our_job["write"]["clat_ns"]["percentile"]);
+    assert!(pct.windows(2).all(|w| w[0] < w[1]), "{pct:?}");
+    let depths = numeric(&our_job["iodepth_level"]);
+    assert!(depths.windows(2).all(|w| w[0] <= w[1]), "{depths:?}");
+    let opts = keys(&our_job["job options"]);
+    assert_eq!(
+        opts,
+        ["name", "filename", "rw", "zonemode", "direct", "size"]
+    );
+}
