@@ -147,8 +147,7 @@ fn guest_harness() -> Result<PathBuf, CliError> {
 
 /// `out`, created, as an absolute path (it is shared into the guest).
 pub fn guest_out_dir(out: &Path) -> Result<PathBuf, CliError> {
-    std::fs::create_dir_all(out)
-        .map_err(|e| CliError::Io(format!("--out {}: {e}", out.display())))?;
+    crate::writable_dir(out, "--out")?;
     out.canonicalize()
         .map_err(|e| CliError::Io(format!("--out {}: {e}", out.display())))
 }

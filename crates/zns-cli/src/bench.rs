@@ -228,8 +228,7 @@ fn specs(a: &BenchArgs) -> Result<Vec<JobSpec>, CliError> {
     }
     let mut all: Vec<JobSpec> = Vec::new();
     for path in &a.files {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| CliError::Io(format!("{}: {e}", path.display())))?;
+        let text = crate::read_text(path, "fio job file")?;
         let mut jobs =
             job::parse_job_file_with_args(&text, &path.display().to_string(), &a.job_args)
                 .map_err(|e| CliError::Input(e.to_string()))?;

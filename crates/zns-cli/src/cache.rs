@@ -443,6 +443,9 @@ pub fn repro_cmd(cmd: ReproCommand) -> Result<ExitCode, CliError> {
         ReproCommand::Zncache(a) => a,
         ReproCommand::Zraid(a) => return crate::raid::repro_zraid_cmd(a),
     };
+    if let Some(dir) = &a.out {
+        crate::writable_dir(dir, "--out")?;
+    }
     let load =
         |name: &str| zns_device::Profile::load(name).map_err(|e| CliError::Input(e.to_string()));
     let mut opts = ReproOptions::new().map_err(cache_err)?;

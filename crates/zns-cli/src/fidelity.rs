@@ -48,6 +48,9 @@ pub fn fidelity(args: FidelityArgs) -> Result<ExitCode, CliError> {
         seed: args.seed,
     };
     let eta: Eta = args.eta.parse().map_err(CliError::Usage)?;
+    if let Some(dir) = &opts.plots_dir {
+        crate::writable_dir(dir, "--plots")?;
+    }
     let bar = crate::progress::bar(
         eta,
         1,

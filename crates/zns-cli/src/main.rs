@@ -410,6 +410,33 @@ impl CliError {
     }
 }
 
+/// An output directory a command will write into, created and checked
+/// writable before the command runs, so that a long run cannot lose its
+/// results at the end (exit 4, as any I/O error on a file).
+fn writable_dir(dir: &std::path::Path, option: &str) -> Result<(), CliError> {
+    let fail = |e: std::io::Error| CliError::Io(format!("{option} {}: {e}", dir.display()));
+    std::fs::create_dir_all(dir).map_err(fail)?;
+    let probe = dir.join(format!(".zns-write-test-{}", std::process::id()));
+    std::fs::write(&probe, b"").map_err(fail)?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(())
+}
+
+/// A text input file (job file, trace): bytes that are not UTF-8 make it
+/// bad input (exit 3), not an I/O error.
+fn read_text(path: &std::path::Path, what: &str) -> Result<String, CliError> {
+    std::fs::read_to_string(path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::InvalidData {
+            CliError::Input(format!(
+                "{}: not a {what}: it is not UTF-8 text",
+                path.display()
+            ))
+        } else {
+            CliError::Io(format!("{}: {e}", path.display()))
+        }
+    })
+}
+
 impl From<DeviceError> for CliError {
     fn from(e: DeviceError) -> Self {
         match e {
@@ -821,8 +848,7 @@ fn timed<'a, T: serde::Serialize + std::fmt::Debug>(
 }
 
 fn replay(args: ReplayArgs) -> Result<ExitCode, CliError> {
-    let text = std::fs::read_to_string(&args.trace)
-        .map_err(|e| CliError::Io(format!("{}: {e}", args.trace.display())))?;
+    let text = read_text(&args.trace, "trace")?;
     let commands = parse_trace(&text)
         .map_err(|e| CliError::Input(format!("{}: {e}", args.trace.display())))?;
     let stack = host_stack_arg(&args.host_stack)?;

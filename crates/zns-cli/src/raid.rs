@@ -316,6 +316,7 @@ pub struct ReproZraidArgs {
 pub fn repro_zraid_cmd(a: ReproZraidArgs) -> Result<ExitCode, CliError> {
     use zns_apps::zraid::AppFig;
     use zns_bench::repro_zraid::{self, Fig, ReproOptions};
+    crate::writable_dir(&a.out, "--out")?;
     let mut figs = Vec::new();
     let mut app_figs = Vec::new();
     for f in a.fig.split(',').map(str::trim).filter(|s| !s.is_empty()) {

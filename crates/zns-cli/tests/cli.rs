@@ -281,3 +281,52 @@ fn eta_always_shows_progress_in_logs() {
     assert!(with("--eta=never").is_empty());
     assert!(with("--eta=auto").is_empty());
 }
+
+/// Bytes that are not UTF-8 in a job file or a trace are bad input (exit
+/// 3); an output directory that cannot be written fails before the run
+/// (exit 4), so a long run cannot lose its results at the end.
+#[test]
+fn bad_text_is_bad_input_and_unwritable_outputs_fail_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = dir.path().join("binary.fio");
+    std::fs::write(&job, b"[w]\nfilename=\xff\xfe\n").unwrap();
+    let o = zns(&["bench", job.to_str().unwrap()]);
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    assert!(stderr(&o).contains("not UTF-8"), "{}", stderr(&o));
+    let trace = dir.path().join("binary.jsonl");
+    std::fs::write(&trace, b"{\"op\":\"\xff\"}\n").unwrap();
+    let o = zns(&["replay", trace.to_str().unwrap()]);
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    for args in [
+        &[
+            "repro",
+            "zraid",
+            "--fig",
+            "8",
+            "--quick",
+            "--out",
+            "/dev/null",
+        ][..],
+        &[
+            "repro",
+            "zncache",
+            "--exp",
+            "d",
+            "--quick",
+            "--out",
+            "/dev/null",
+        ],
+        &[
+            "fidelity",
+            "--filter",
+            "interzone_4k",
+            "--plots",
+            "/dev/null",
+        ],
+    ] {
+        let o = zns(args);
+        assert_eq!(code(&o), 4, "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("/dev/null"), "{}", stderr(&o));
+        assert!(stdout(&o).is_empty(), "{args:?} ran before failing");
+    }
+}
