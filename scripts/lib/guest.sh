@@ -27,7 +27,8 @@
 #                                     libraries, rebuilt only when one of them
 #                                     changes (size or mtime)
 #   guest_f2fs_tools DIR              mkfs.f2fs and fsck.f2fs that format
-#                                     zones of 4 GiB and more: Debian's
+#                                     zones of 4 GiB and more and count
+#                                     zone capacity as Linux >= 6.4: Debian's
 #                                     f2fs-tools source of the installed
 #                                     version with guest_f2fs_patch, built
 #                                     once into DIR/f2fs-tools-<version>-<key>/;
@@ -254,6 +255,25 @@ guest_cached_bins() { # OUT FILE|SRC=DEST...
 # by it: SIGFPE ("trap divide error" in the kernel log), whatever the zone
 # capacity or the metadata device. The patch computes it in 64 bits; for
 # smaller zones the value, and so what mkfs writes, is unchanged.
+#
+# Zone capacity (second part): since Linux 6.4 ("f2fs: apply zone capacity
+# to all zone type", 0b37ed21e336; the guest runs 6.12) every section of a
+# zoned F2FS has the capacity of the sequential zones, also a section on a
+# conventional zone or on the regular metadata device (fs/f2fs/segment.c:
+# f2fs_usable_segs_in_sec returns CAP_SEGS_PER_SEC, f2fs_usable_blks_in_seg
+# is 0 past CAP_BLKS_PER_SEC from the section's start, and init_free_segmap
+# counts no such segment free), so the checkpoint's free_segment_count
+# leaves those segments out. f2fs-tools 1.15 (2022) still gives such
+# sections their whole size (fsck/mount.c: is_usable_seg;
+# lib/libf2fs_zoned.c: f2fs_get_usable_segments), so once Linux has written
+# a checkpoint fsck.f2fs fails "free segment_count matched with CP" by
+# (zone size - capacity) / 2 MiB segments per regular section in the main
+# area: 1942 for a 5 x ZN540 array (8 GiB zones of 4308 MiB) whose 24 GiB
+# metadata device leaves one 8 GiB section in the main area. The patch makes
+# both use the kernel's rule (f2fs_section_capacity: the sequential zones'
+# capacity, 0 when it is the zone size, which leaves everything as before):
+# fsck's count of usable and free segments, and the segment count mkfs
+# bases free_segment_count, over-provisioning and user_block_count on.
 guest_f2fs_patch() {
     cat <<'EOF'
 --- a/mkfs/f2fs_format.c
@@ -277,6 +297,82 @@ guest_f2fs_patch() {
  		c.segs_per_sec * c.blks_per_seg;
  
  	set_sb(checksum_offset, 0);
+--- a/fsck/mount.c
++++ b/fsck/mount.c
+@@ -66,6 +66,11 @@
+ 	unsigned int sec_off = SM_I(sbi)->main_blkaddr >>
+ 						log_base_2(blocks_per_sec);
+ 
++	/* as Linux >= 6.4 counts: every section has the zones' capacity */
++	if (f2fs_section_capacity())
++		return seg_start < START_BLOCK(sbi, GET_SEG_FROM_SEC(sbi, secno)) +
++					f2fs_section_capacity();
++
+ 	if (zone_idx < c.devices[dev_idx].nr_rnd_zones)
+ 		return true;
+ 
+--- a/include/f2fs_fs.h
++++ b/include/f2fs_fs.h
+@@ -1563,6 +1563,7 @@
+ int f2fs_reset_zone(int, void *);
+ extern int f2fs_reset_zones(int);
+ extern uint32_t f2fs_get_usable_segments(struct f2fs_super_block *sb);
++extern size_t f2fs_section_capacity(void);
+ 
+ #define SIZE_ALIGN(val, size)	(((val) + (size) - 1) / (size))
+ #define SEG_ALIGN(blks)		SIZE_ALIGN(blks, c.blks_per_seg)
+--- a/lib/libf2fs_zoned.c
++++ b/lib/libf2fs_zoned.c
+@@ -499,6 +499,37 @@
+ 	return ret;
+ }
+ 
++/*
++ * Linux 6.4 and later ("f2fs: apply zone capacity to all zone type") give
++ * every section of a zoned volume the capacity of its sequential zones,
++ * conventional zones and regular devices included: the segments past it
++ * are neither usable nor free. That capacity in blocks, 0 for full zones.
++ */
++size_t f2fs_section_capacity(void)
++{
++	static size_t cap;
++	static int known;
++	unsigned int j;
++	int i;
++
++	if (known)
++		return cap;
++	for (i = 0; i < c.ndevs; i++) {
++		struct device_info *dev = c.devices + i;
++
++		if (dev->zoned_model != F2FS_ZONED_HM || !dev->zone_cap_blocks)
++			continue;
++		known = 1;
++		for (j = 0; j < dev->nr_zones; j++) {
++			if (dev->zone_cap_blocks[j] < dev->zone_blocks) {
++				cap = dev->zone_cap_blocks[j];
++				return cap;
++			}
++		}
++	}
++	return cap;
++}
++
+ uint32_t f2fs_get_usable_segments(struct f2fs_super_block *sb)
+ {
+ #ifdef HAVE_BLK_ZONE_REP_V2
+@@ -508,6 +539,11 @@
+ 	if (c.func == RESIZE)
+ 		return get_sb(segment_count_main);
+ 
++	if (f2fs_section_capacity())
++		return get_sb(section_count) *
++			SIZE_ALIGN(f2fs_section_capacity(),
++				1 << get_sb(log_blocks_per_seg));
++
+ 	for (i = 0; i < c.ndevs; i++) {
+ 		if (c.devices[i].zoned_model != F2FS_ZONED_HM) {
+ 			usable_segs += c.devices[i].total_segments;
 EOF
 }
 
@@ -297,7 +393,7 @@ guest_f2fs_tools() { # DIR
     t0=$(guest_now)
     mkdir -p "$dir"
     log="$dir/f2fs-tools-build.log"
-    guest_log "building f2fs-tools $ver from Debian's source with the zone-size patch (log: $log)"
+    guest_log "building f2fs-tools $ver from Debian's source with the zone-size and zone-capacity patch (log: $log)"
     apt_install dpkg-dev gcc make patch autoconf automake libtool pkg-config \
         uuid-dev libblkid-dev libselinux1-dev
     apt_add_deb_src
