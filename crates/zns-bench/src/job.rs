@@ -587,39 +587,49 @@ fn did_you_mean(s: &Option<&'static str>) -> String {
     }
 }
 
+/// User text quoted in an error, cut to 80 characters: a 10 MB option
+/// name must not make a 10 MB message.
+fn clip(text: &str) -> String {
+    const MAX_CHARS: usize = 80;
+    match text.char_indices().nth(MAX_CHARS) {
+        Some((end, _)) => format!("{}… ({} bytes)", &text[..end], text.len()),
+        None => text.to_string(),
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Error)]
 pub enum JobError {
-    #[error("{at}: unknown option `{option}`{}", did_you_mean(.suggestion))]
+    #[error("{at}: unknown option `{}`{}", clip(.option), did_you_mean(.suggestion))]
     UnknownOption {
         at: Location,
         option: String,
         suggestion: Option<&'static str>,
     },
-    #[error("{at}: bad value `{value}` for option `{option}`: expected {expected}")]
+    #[error("{at}: bad value `{}` for option `{option}`: expected {expected}", clip(.value))]
     BadValue {
         at: Location,
         option: String,
         value: String,
         expected: String,
     },
-    #[error("{at}: value `{value}` out of range for option `{option}`: {reason}")]
+    #[error("{at}: value `{}` out of range for option `{option}`: {reason}", clip(.value))]
     OutOfRange {
         at: Location,
         option: String,
         value: String,
         reason: String,
     },
-    #[error("{at}: duplicate job section `{section}`")]
+    #[error("{at}: duplicate job section `{}`", clip(.section))]
     DuplicateSection { at: Location, section: String },
-    #[error("{at}: option `{option}` appears before any [section]")]
+    #[error("{at}: option `{}` appears before any [section]", clip(.option))]
     OutsideSection { at: Location, option: String },
-    #[error("{at}: cannot parse `{text}`: {reason}")]
+    #[error("{at}: cannot parse `{}`: {reason}", clip(.text))]
     Syntax {
         at: Location,
         text: String,
         reason: String,
     },
-    #[error("{at}: job `{job}`: {reason}")]
+    #[error("{at}: job `{}`: {reason}", clip(.job))]
     Conflict {
         at: Location,
         job: String,

@@ -661,3 +661,11 @@ fn runtime_zero_is_no_limit_as_in_fio() {
     let j = one("[w]\nfilename=tiny\nrw=write\nruntime=2s\n");
     assert_eq!(j.runtime, Some(Duration::from_secs(2)));
 }
+
+#[test]
+fn user_text_in_errors_is_clipped() {
+    let name = "x".repeat(100_000);
+    let e = err_file(&format!("[w]\n{name}=1\n")).to_string();
+    assert!(e.len() < 300, "{} bytes", e.len());
+    assert!(e.contains("100000 bytes"), "{e}");
+}

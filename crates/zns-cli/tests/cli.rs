@@ -330,3 +330,43 @@ fn bad_text_is_bad_input_and_unwritable_outputs_fail_first() {
         assert!(stdout(&o).is_empty(), "{args:?} ran before failing");
     }
 }
+
+/// The crash test's baselines (stripe, chunk) lose data by design: their
+/// lost trials are one summary line each unless --verbose lists them; the
+/// table stays in view.
+#[test]
+fn crashtest_summarises_the_baselines_expected_losses() {
+    let o = zns(&[
+        "raid",
+        "crashtest",
+        "--trials",
+        "12",
+        "--policy",
+        "stripe,wplog",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("12 trials per policy"), "{out}");
+    assert!(!out.contains("FAIL"), "{out}");
+    assert!(out.contains("as expected of this baseline"), "{out}");
+    let verbose = zns(&[
+        "raid",
+        "crashtest",
+        "--trials",
+        "12",
+        "--policy",
+        "stripe",
+        "--verbose",
+    ]);
+    let listed = stdout(&verbose)
+        .lines()
+        .filter(|l| l.starts_with("lost stripe seed"))
+        .count();
+    assert!(listed > 0, "{}", stdout(&verbose));
+    let one = zns(&["raid", "crashtest", "--seed", "3", "--policy", "wplog"]);
+    assert!(
+        stdout(&one).contains("1 trial per policy"),
+        "{}",
+        stdout(&one)
+    );
+}

@@ -400,10 +400,18 @@ fn check_same_type(key: &str, old: &toml::Value, new: &toml::Value) -> Result<()
     if std::mem::discriminant(old) == std::mem::discriminant(new) {
         return Ok(());
     }
+    let article = |t: &str| {
+        if t.starts_with(['a', 'e', 'i', 'o', 'u']) {
+            "an"
+        } else {
+            "a"
+        }
+    };
+    let (was, given) = (old.type_str(), new.type_str());
     Err(format!(
-        "'{key}' holds a {}, not a {} ({new})",
-        old.type_str(),
-        new.type_str()
+        "'{key}' holds {} {was}, not {} {given} ({new})",
+        article(was),
+        article(given)
     ))
 }
 

@@ -188,7 +188,20 @@ fn describe_difference(a: &ZonedConfig, b: &ZonedConfig) -> String {
     cmp!(zone_append_limit_lbas);
     cmp!(auto_close_implicit);
     cmp!(read_across_zone_boundary);
-    cmp!(zrwa);
+    if a.zrwa != b.zrwa {
+        let zrwa = |z: &Option<zns_core::ZrwaConfig>| match z {
+            None => "none".to_string(),
+            Some(z) => format!(
+                "{} LBAs, flush granularity {} LBAs, {} resources",
+                z.size_lbas, z.flush_granularity_lbas, z.resources
+            ),
+        };
+        d.push(format!(
+            "ZRWA {} (member 0: {})",
+            zrwa(&b.zrwa),
+            zrwa(&a.zrwa)
+        ));
+    }
     d.join(", ")
 }
 
