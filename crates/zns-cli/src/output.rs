@@ -26,8 +26,19 @@ pub fn report_text(zones: &[ZoneDescriptor]) -> String {
     s
 }
 
-fn mib(bytes: u64) -> f64 {
-    bytes as f64 / (1u64 << 20) as f64
+/// A byte count in the unit that shows it best: KiB below 1 MiB, MiB below
+/// 10 GiB, else GiB (`768 KiB`, `1077 MiB`, `67.3 GiB`).
+fn human_bytes(bytes: u64) -> String {
+    const KIB: u64 = 1 << 10;
+    const MIB: u64 = 1 << 20;
+    const GIB: u64 = 1 << 30;
+    if bytes < MIB {
+        format!("{} KiB", bytes as f64 / KIB as f64)
+    } else if bytes < 10 * GIB {
+        format!("{:.0} MiB", bytes as f64 / MIB as f64)
+    } else {
+        format!("{:.1} GiB", bytes as f64 / GIB as f64)
+    }
 }
 
 pub fn profile_text(p: &Profile) -> String {
@@ -40,11 +51,11 @@ pub fn profile_text(p: &Profile) -> String {
                 let _ = writeln!(s, "nsid {}: zoned, {} B LBAs", i + 1, z.lba_bytes);
                 let _ = writeln!(
                     s,
-                    "  zones            {} × {:.0} MiB (capacity {:.0} MiB), {:.1} GiB writable",
+                    "  zones            {} × {} (capacity {}), {} writable",
                     z.zone_count,
-                    mib(z.zone_size_lbas * lba),
-                    mib(z.zone_capacity_lbas * lba),
-                    mib(z.zone_count as u64 * z.zone_capacity_lbas * lba) / 1024.0
+                    human_bytes(z.zone_size_lbas * lba),
+                    human_bytes(z.zone_capacity_lbas * lba),
+                    human_bytes(z.zone_count as u64 * z.zone_capacity_lbas * lba)
                 );
                 let lim = |v: u32| {
                     if v == 0 {
@@ -101,19 +112,28 @@ pub fn profile_text(p: &Profile) -> String {
             NamespaceProfile::Conventional(c) => {
                 let _ = writeln!(
                     s,
-                    "nsid {}: conventional, {} B LBAs, {:.1} GiB",
+                    "nsid {}: conventional, {} B LBAs, {}",
                     i + 1,
                     c.lba_bytes,
-                    mib(c.capacity_lbas * c.lba_bytes as u64) / 1024.0
+                    human_bytes(c.capacity_lbas * c.lba_bytes as u64)
                 );
             }
         }
     }
     let pl = &p.power_loss;
+    let has_zrwa = p
+        .namespaces
+        .iter()
+        .any(|n| matches!(n, NamespaceProfile::Zoned(z) if z.zrwa.is_some()));
+    let zrwa = if has_zrwa {
+        format!(", ZRWA {:?}", pl.zrwa)
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         s,
-        "power loss: completed-unflushed {:?}, in-flight {:?}, ZRWA {:?}",
-        pl.completed_unflushed, pl.in_flight, pl.zrwa
+        "power loss: completed-unflushed {:?}, in-flight {:?}{zrwa}",
+        pl.completed_unflushed, pl.in_flight
     );
     let _ = writeln!(
         s,

@@ -370,3 +370,35 @@ fn crashtest_summarises_the_baselines_expected_losses() {
         stdout(&one)
     );
 }
+
+/// `zns info` shows small sizes in the unit that shows them (tiny's 768 KiB
+/// capacity, 12 MiB writable; tiny-ftl's 16 MiB), no ZRWA power-loss rule
+/// for a device without ZRWA, and a description that says what an override
+/// changed (so `create --zones 4` does not confirm 16 zones).
+#[test]
+fn info_numbers_are_right_for_small_and_overridden_profiles() {
+    let tiny = stdout(&zns(&["info", "--profile", "tiny"]));
+    assert!(
+        tiny.contains("16 × 1 MiB (capacity 768 KiB), 12 MiB writable"),
+        "{tiny}"
+    );
+    let ftl = stdout(&zns(&["info", "--profile", "tiny-ftl"]));
+    assert!(ftl.contains("conventional, 4096 B LBAs, 16 MiB"), "{ftl}");
+    assert!(!ftl.contains("ZRWA"), "{ftl}");
+    let dir = tempfile::tempdir().unwrap();
+    let img = dir.path().join("z4.img");
+    let o = zns(&[
+        "create",
+        "--profile",
+        "tiny",
+        "--zones",
+        "4",
+        img.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("overridden: namespace.0.zone_count=4"),
+        "{}",
+        stdout(&o)
+    );
+}

@@ -326,7 +326,14 @@ impl Profile {
             origin: self.name.clone(),
             message: e.to_string(),
         })?;
-        Profile::from_toml(&text, &format!("'{}' with overrides", self.name))
+        let mut p = Profile::from_toml(&text, &format!("'{}' with overrides", self.name))?;
+        // the description speaks of the profile as written: say what changed
+        // (unless an override wrote the description itself)
+        if !overrides.iter().any(|(k, _)| k == "description") {
+            let changed: Vec<String> = overrides.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            p.description = format!("{} [overridden: {}]", p.description, changed.join(", "));
+        }
+        Ok(p)
     }
 
     /// The first zoned namespace's index, if any.
