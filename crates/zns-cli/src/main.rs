@@ -117,7 +117,8 @@ enum Command {
 /// Which profile, with overrides.
 #[derive(Args, Clone)]
 struct ProfileArgs {
-    /// Built-in profile name (zn540, zn540-cns, zn540-lbaf0, pm1731a, tiny) or a path to a profile TOML file.
+    /// Built-in profile name (zn540, zn540-cns, zn540-lbaf0, pm1731a, tiny, sn540, sn540-slc,
+    /// sn540-mini, sn540-mini-slc, tiny-ftl; `zns info --list`) or a path to a profile TOML file.
     #[arg(long, default_value = "tiny")]
     profile: String,
     /// Override any profile value by its TOML path, e.g. --set namespace.0.max_open_zones=8 (repeatable).
@@ -193,6 +194,7 @@ struct InfoArgs {
     /// Print the full profile as TOML (what an image stores).
     #[arg(long)]
     toml: bool,
+    /// Print the profile (or the --list) as one JSON document.
     #[arg(long)]
     json: bool,
 }
@@ -517,15 +519,21 @@ fn host_stack_arg(s: &str) -> Result<HostStack, CliError> {
 
 fn info(args: InfoArgs) -> Result<ExitCode, CliError> {
     if args.list {
+        let mut list = Vec::new();
         for name in Profile::builtin_names() {
             let p = Profile::builtin(name).map_err(|e| CliError::Input(e.to_string()))?;
-            if args.json {
-                outln!(
-                    "{}",
-                    serde_json::json!({"name": name, "description": p.description})
-                );
-            } else {
-                outln!("{name:<10} {}", p.description);
+            list.push((name, p.description));
+        }
+        if args.json {
+            // one document, as every --json output
+            let doc: Vec<_> = list
+                .iter()
+                .map(|(name, d)| serde_json::json!({"name": name, "description": d}))
+                .collect();
+            outln!("{}", serde_json::Value::Array(doc));
+        } else {
+            for (name, d) in &list {
+                outln!("{name:<14} {d}");
             }
         }
         return Ok(ExitCode::SUCCESS);

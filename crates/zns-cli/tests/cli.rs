@@ -402,3 +402,23 @@ fn info_numbers_are_right_for_small_and_overridden_profiles() {
         stdout(&o)
     );
 }
+
+/// `--profile`'s help names every built-in profile, and `info --list
+/// --json` is one JSON document with all of them.
+#[test]
+fn help_and_list_name_every_builtin_profile() {
+    let list = zns(&["info", "--list", "--json"]);
+    assert_eq!(code(&list), 0, "{}", stderr(&list));
+    let doc: serde_json::Value = serde_json::from_slice(&list.stdout).expect("one JSON document");
+    let names: Vec<&str> = doc
+        .as_array()
+        .expect("an array")
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert!(names.len() >= 10, "{names:?}");
+    let help = stdout(&zns(&["info", "--help"]));
+    for n in &names {
+        assert!(help.contains(n), "--profile help lacks {n}: {help}");
+    }
+}
