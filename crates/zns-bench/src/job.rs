@@ -224,6 +224,8 @@ pub static OPTIONS: &[OptionDef] = &[
         "Random I/O need not cover every block exactly once."),
     aliased(opt("stonewall", OptKind::Bool, Some("0"),
         "Wait for all earlier jobs to finish before starting; starts a new reporting group."), &["wait_for_previous"]),
+    opt("description", OptKind::Str, None,
+        "Text describing the job, as in fio (kept in the report's job options; no effect on the run)."),
     opt("thread", OptKind::Bool, Some("0"),
         "Accepted for compatibility (fio threads vs processes); no effect in znskit."),
     ext("zone_append", OptKind::Bool, Some("0"),

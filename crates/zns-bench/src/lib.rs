@@ -5,6 +5,7 @@
 pub mod fidelity;
 pub mod fio_json;
 pub mod job;
+pub mod jobtext;
 pub mod plot;
 pub mod randmap;
 pub mod repro_zraid;

@@ -229,6 +229,12 @@ fn specs(a: &BenchArgs) -> Result<Vec<JobSpec>, CliError> {
     let mut all: Vec<JobSpec> = Vec::new();
     for path in &a.files {
         let text = crate::read_text(path, "fio job file")?;
+        // fio's text rules first: `include FILE` lines and `${NAME}`s
+        let text =
+            zns_bench::jobtext::expand(&text, path, &|name| std::env::var(name).ok(), &|p| {
+                std::fs::read_to_string(p).map_err(|e| e.to_string())
+            })
+            .map_err(CliError::Input)?;
         let mut jobs =
             job::parse_job_file_with_args(&text, &path.display().to_string(), &a.job_args)
                 .map_err(|e| CliError::Input(e.to_string()))?;

@@ -422,3 +422,31 @@ fn help_and_list_name_every_builtin_profile() {
         assert!(help.contains(n), "--profile help lacks {n}: {help}");
     }
 }
+
+/// Job files as fio reads them: `include FILE` beside the job file,
+/// `${NAME}` from the environment, `description=`.
+#[test]
+fn job_files_take_includes_environment_variables_and_descriptions() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("common.fio"),
+        "[global]\nfilename=${ZNS_TEST_DEV}\ndirect=1\nzonemode=zbd\n",
+    )
+    .unwrap();
+    let job = dir.path().join("job.fio");
+    std::fs::write(
+        &job,
+        "include common.fio\n[w] ; a writer\ndescription=one zone\nrw=write\nsize=1z\n",
+    )
+    .unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_zns"))
+        .args(["bench", "--output-format=json", job.to_str().unwrap()])
+        .env("ZNS_TEST_DEV", "tiny")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["jobs"][0]["job options"]["filename"], "tiny");
+    assert_eq!(doc["jobs"][0]["job options"]["description"], "one zone");
+    assert_eq!(doc["jobs"][0]["write"]["io_bytes"], 192 * 4096);
+}
