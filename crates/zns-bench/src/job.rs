@@ -198,6 +198,8 @@ pub static OPTIONS: &[OptionDef] = &[
         "Stall this long after each I/O completes before issuing the next (plain number = microseconds)."),
     aliased(opt("io_size", OptKind::Size, None,
         "Total bytes of I/O to do, if different from size (the range stays size)."), &["io_limit"]),
+    opt("loops", OptKind::Int { min: 1, max: 1_000_000 }, Some("1"),
+        "Run the job this many times over its range, as fio does (the I/O amount is size x loops; sequential jobs start over at the range's start, on zoned devices resetting the zones they refill)."),
     opt("number_ios", OptKind::Int { min: 0, max: i64::MAX }, Some("0"),
         "Stop after this many I/Os (0 = no limit)."),
     opt("flow", OptKind::Int { min: -1000, max: 1000 }, Some("0"),
@@ -783,6 +785,8 @@ pub struct JobSpec {
     pub io_size: Option<SizeSpec>,
     /// 0 = no limit.
     pub number_ios: u64,
+    /// fio's `loops`: passes over the range (1 = one).
+    pub loops: u32,
     pub zone_fill: ZoneFill,
     pub zone_write_limit: Option<SizeSpec>,
     pub zrwa: bool,
@@ -1272,6 +1276,7 @@ fn resolve(s: &Section, group: u32) -> Result<JobSpec, JobError> {
         thinktime: time("thinktime").unwrap_or_default(),
         io_size: size("io_size"),
         number_ios: int("number_ios", 0).max(0) as u64,
+        loops: int("loops", 1).clamp(1, 1_000_000) as u32,
         zone_fill: match g("zone_fill") {
             Some(Value::Fill(f)) => *f,
             _ => ZoneFill::Percent {

@@ -778,7 +778,8 @@ impl JobRun {
         let limit_bytes = spec
             .io_size
             .map(|s| s.resolve(geo.capacity_bytes, geo.zone_bytes, lba))
-            .unwrap_or(len);
+            .unwrap_or(len)
+            .saturating_mul(u64::from(spec.loops));
         let mut rng = rng;
         let randmap = (spec.rw.is_random() && !spec.norandommap)
             .then(|| BlockPermutation::new((len / spec.bs.max(1)).max(1), &mut rng));
@@ -1073,13 +1074,15 @@ impl JobRun {
             // unless io_size / number_ios / time_based ask for more (wrapping)
             let wraps =
                 self.spec.time_based || self.spec.io_size.is_some() || self.spec.number_ios > 0;
+            // (each of fio's `loops` passes does what one pass would)
+            let loops = u64::from(self.spec.loops);
             if self.spec.zone_op.is_none() && !wraps {
                 if self.spec.rw == Rw::Read {
                     let readable: u64 = st.zones.iter().map(|z| z.readable * self.lba).sum();
-                    st.limit_bytes = st.limit_bytes.min(readable);
+                    st.limit_bytes = st.limit_bytes.min(readable.saturating_mul(loops));
                 } else if self.spec.rw == Rw::Write && !self.spec.zrwa {
                     let writable: u64 = st.zones.iter().map(|z| z.limit_lbas * self.lba).sum();
-                    st.limit_bytes = st.limit_bytes.min(writable);
+                    st.limit_bytes = st.limit_bytes.min(writable.saturating_mul(loops));
                 }
             }
             let reads_only = !self.spec.rw.has_writes() && self.spec.zone_op.is_none();

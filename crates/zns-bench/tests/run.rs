@@ -375,3 +375,22 @@ fn an_interrupted_run_reports_what_ran_and_skips_later_groups() {
     assert!(!full.interrupted);
     assert_eq!(full.jobs.len(), 2);
 }
+
+#[test]
+fn loops_repeat_a_pass_as_in_fio() {
+    // two zones of tiny (768 KiB capacity each) written three times: three
+    // passes of their capacity, the zones reset before each refill
+    let specs = parse_args(args(
+        "--name=w --filename=tiny --rw=write --zonemode=zbd --direct=1 --size=2z --loops=3",
+    ))
+    .unwrap();
+    let rep = run_jobs(&specs, 1).unwrap();
+    assert_eq!(rep.jobs[0].write.io_bytes, 3 * 2 * 192 * 4096);
+    assert_eq!(rep.jobs[0].zone_resets, 4);
+    // a conventional namespace: size x loops, as `fio --loops=4 --size=1m` reads 4 MiB
+    let specs = parse_args(args(
+        "--name=r --filename=zn540-cns --nsid=1 --rw=read --size=1m --loops=4",
+    ))
+    .unwrap();
+    assert_eq!(run_jobs(&specs, 1).unwrap().jobs[0].read.io_bytes, 4 << 20);
+}
