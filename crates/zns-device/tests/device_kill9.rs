@@ -6,6 +6,9 @@
 //! every write reported durable reads back intact below the reported write
 //! pointers, and that nothing beyond the write pointers is claimed.
 
+// a test of a process killed mid-write: real processes, real time (clippy.toml's determinism guardrails do not apply)
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
