@@ -39,6 +39,7 @@ use crate::run::run_jobs;
 /// Why the suite could not run at all (a bad definition file). Failures of
 /// one experiment are reported per id instead ([`Status::Error`]).
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum FidelityError {
     #[error("cannot read {path}: {err}")]
     Read { path: PathBuf, err: std::io::Error },
@@ -56,6 +57,7 @@ pub enum FidelityError {
 
 /// Why a metric could not be evaluated on a fio JSON document.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum MetricError {
     #[error("no job matches `{sel}` (jobs: {available})")]
     NoJob { sel: String, available: String },

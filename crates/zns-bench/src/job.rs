@@ -602,6 +602,7 @@ fn clip(text: &str) -> String {
 }
 
 #[derive(Debug, Clone, PartialEq, Error)]
+#[non_exhaustive]
 pub enum JobError {
     #[error("{at}: unknown option `{}`{}", clip(.option), did_you_mean(.suggestion))]
     UnknownOption {

@@ -40,6 +40,7 @@ use crate::stats::DirStats;
 
 /// Why a run failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum RunError {
     #[error("job {job}: {msg}")]
     Setup { job: String, msg: String },

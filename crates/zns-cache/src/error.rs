@@ -6,6 +6,7 @@ use zns_core::NvmeError;
 
 /// Why a cache could not be built or a run failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum CacheError {
     /// A parameter is out of range or inconsistent with the device.
     #[error("bad parameter: {0}")]

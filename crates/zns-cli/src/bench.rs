@@ -273,7 +273,8 @@ fn select_sections(specs: Vec<JobSpec>, sections: &[String]) -> Result<Vec<JobSp
 fn run_error(e: RunError) -> CliError {
     match e {
         RunError::Io { .. } => CliError::Failed(e.to_string()),
-        RunError::Setup { .. } => CliError::Input(e.to_string()),
+        // a setup error, or one a later version adds: the jobs' fault
+        _ => CliError::Input(e.to_string()),
     }
 }
 

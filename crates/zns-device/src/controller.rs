@@ -43,6 +43,7 @@ use crate::store::{DataStore, PersistentImage, StoreError, StoreKind};
 
 /// Why a device could not be built or opened.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum DeviceError {
     #[error(transparent)]
     Profile(#[from] crate::profile::ProfileError),

@@ -15,6 +15,7 @@ use zns_sim::timing::TimingProfile;
 
 /// Why a profile could not be used.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ProfileError {
     #[error("unknown profile '{0}' (built-in profiles: {list})", list = Profile::builtin_names().join(", "))]
     Unknown(String),

@@ -67,6 +67,7 @@ impl Default for LinuxOptions {
 
 /// Why a device could not be opened.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum LinuxError {
     #[error("{path}: {source}")]
     Io {

@@ -34,6 +34,7 @@ pub const ZBD_ZONE_TYPE_SWR: u32 = 2;
 
 /// Why a dump could not be built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum DumpError {
     #[error("the zone report has {got} zones, the device {expected}")]
     ZoneCount { expected: u32, got: usize },

@@ -236,6 +236,7 @@ impl Default for RaidOptions {
 
 /// Why an array could not be built, opened or rebuilt.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum RaidError {
     #[error("a RAID-5 array needs at least 3 members, got {members}")]
     TooFewMembers { members: usize },

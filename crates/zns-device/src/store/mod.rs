@@ -43,6 +43,7 @@ pub const LBA_BYTES_MAX: u32 = 64 * 1024;
 
 /// Errors of the data stores.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum StoreError {
     /// The operating system refused an operation on the image file.
     #[error("I/O error on {path}: {source}")]
