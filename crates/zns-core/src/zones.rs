@@ -363,7 +363,7 @@ impl ZoneSet {
                     self.record(i, &mut fx, None, false, |s| s.close_zone(i))
                 }
                 Closed => {}
-                _ => return Err(InvalidZoneStateTransition),
+                Empty | Full | ReadOnly | Offline => return Err(InvalidZoneStateTransition),
             },
             ZoneAction::Finish => match state {
                 Full => {}
@@ -371,19 +371,21 @@ impl ZoneSet {
                     let committed = self.finish_commit_range(i);
                     self.record(i, &mut fx, committed, false, |s| s.finish_zone(i, false))
                 }
-                _ => return Err(InvalidZoneStateTransition),
+                ReadOnly | Offline => return Err(InvalidZoneStateTransition),
             },
             ZoneAction::Reset => match state {
                 Empty => {}
                 ImplicitlyOpened | ExplicitlyOpened | Closed | Full => {
                     self.record(i, &mut fx, None, false, |s| s.reset_zone(i))
                 }
-                _ => return Err(InvalidZoneStateTransition),
+                ReadOnly | Offline => return Err(InvalidZoneStateTransition),
             },
             ZoneAction::Offline => match state {
                 ReadOnly => self.record(i, &mut fx, None, false, |s| s.transition(i, Offline)),
                 Offline => {}
-                _ => return Err(InvalidZoneStateTransition),
+                Empty | ImplicitlyOpened | ExplicitlyOpened | Closed | Full => {
+                    return Err(InvalidZoneStateTransition)
+                }
             },
             ZoneAction::FlushZrwa => self.flush_zrwa(i, cmd.slba, &mut fx)?,
         }
