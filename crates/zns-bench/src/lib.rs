@@ -1,6 +1,10 @@
-//! zns-bench owns the workload engine: fio job files and fio-style command
-//! lines, zonemode=zbd semantics, virtual-time execution against any
-//! `ZonedDevice`, and fio-style text and JSON output (issue 3; being built).
+//! zns-bench owns the workload engine: fio job files (`job`, with fio's
+//! include and `${NAME}` rules in `jobtext`) and fio-style command lines,
+//! zonemode=zbd semantics, virtual-time execution against any device
+//! zns-target opens (`run`), fio-style text and JSON output (`text`,
+//! `fio_json`), the fidelity suite against the ZN540's published figures
+//! (`fidelity`, `plot`) and the ZRAID paper's emulated figures
+//! (`repro_zraid`).
 
 pub mod fidelity;
 pub mod fio_json;

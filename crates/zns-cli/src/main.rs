@@ -1,5 +1,6 @@
 //! `zns`: the command-line face of znskit. Every subcommand parses its
-//! arguments, calls into the libraries (zns-device, zns-sim) and prints the
+//! arguments, calls into the libraries (zns-target opens devices; zns-bench,
+//! zns-cache, zns-raid, zns-serve, zns-apps do the work) and prints the
 //! result as text (nvme-cli / blkzone style) or, with `--json`, as JSON.
 //!
 //! Exit codes: 0 success; 1 the device rejected a command (NVMe status printed);

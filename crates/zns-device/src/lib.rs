@@ -4,7 +4,8 @@
 //! `[namespace.ftl]` table, an SSD with a page-mapped FTL and device-side
 //! garbage collection: `ftl`, profile `sn540`), both carried by a
 //! `Controller` whose namespaces share one flash array; the device profiles
-//! (`zn540`, `zn540-cns`, `pm1731a`, `tiny`, `sn540`, `tiny-ftl`) as TOML data; the data stores (none,
+//! (`Profile::builtin_names()`: the ZN540 and its variants, the PM1731a,
+//! the SN540 block SSDs, the small test devices) as TOML data; the data stores (none,
 //! stamp, memory, persistent image); and the fault model.
 //!
 //! # What is emulated

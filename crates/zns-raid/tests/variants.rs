@@ -135,8 +135,19 @@ fn the_next_zone_waits_for_the_full_one_to_give_back_its_members() {
     for variant in [Variant::Zraid, Variant::RaiznPlus] {
         let mut rt = Runtime::new(5);
         let a = one_zone_array(&mut rt, variant, 3);
-        fill_zones(&mut rt, &a, a.config().zone_count, 8, 5, 9, 0);
+        let zones = a.config().zone_count;
+        // (a member zone opened past the members' active limit fails the
+        // write that opens it, and fill_zones with it)
+        fill_zones(&mut rt, &a, zones, 8, 5, 9, 0);
         rt.block_on(a.quiesce());
+        let report = rt
+            .block_on(a.report_zones(0, zns_core::ReportFilter::All, zones as usize))
+            .unwrap();
+        assert_eq!(report.len(), zones as usize);
+        assert!(
+            report.iter().all(|z| z.state == zns_core::ZoneState::Full),
+            "{variant:?}: every zone written full, one after the other: {report:?}"
+        );
     }
 }
 
