@@ -450,3 +450,40 @@ fn job_files_take_includes_environment_variables_and_descriptions() {
     assert_eq!(doc["jobs"][0]["job options"]["description"], "one zone");
     assert_eq!(doc["jobs"][0]["write"]["io_bytes"], 192 * 4096);
 }
+
+/// Every example job file runs as its header says (`;   zns bench …`
+/// after "With znskit"), from the repository root: the read examples name
+/// the write job that prepares their zones.
+#[test]
+fn example_job_files_run_as_their_headers_say() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let dir = root.join("examples/fio");
+    let mut ran = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().and_then(|e| e.to_str()) != Some("fio") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let cmd = text
+            .lines()
+            .find_map(|l| l.strip_prefix(";   zns bench "))
+            .unwrap_or_else(|| panic!("{}: no `zns bench` command in its header", path.display()));
+        let mut args = vec!["bench", "--output-format=json"];
+        args.extend(cmd.split_whitespace());
+        let o = Command::new(env!("CARGO_BIN_EXE_zns"))
+            .args(&args)
+            .current_dir(&root)
+            .output()
+            .unwrap();
+        assert_eq!(
+            code(&o),
+            0,
+            "{}: zns bench {cmd}: {}",
+            path.display(),
+            stderr(&o)
+        );
+        ran += 1;
+    }
+    assert!(ran >= 5, "{ran} examples");
+}
