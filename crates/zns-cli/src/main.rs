@@ -764,9 +764,19 @@ fn zone(cmd: ZoneCommand) -> Result<ExitCode, CliError> {
                 })?;
             let mut buf = vec![0u8; bytes as usize];
             let start = rt.now_ns();
-            rt.block_on(dev.read(slba, &mut buf))
-                .map_err(CliError::Device)?;
+            let read = rt.block_on(dev.read(slba, &mut buf));
             let latency_ns = rt.now_ns() - start;
+            if let Err(e) = read {
+                // with --json the status goes in the output object, as for
+                // a rejected write
+                if target.json {
+                    outln!(
+                        "{}",
+                        serde_json::json!({"op": "read", "status": StatusReport::from_error(&e), "latency_ns": latency_ns, "slba": slba, "nlb": nlb})
+                    );
+                }
+                return Err(CliError::Device(e));
+            }
             if let Some(path) = out {
                 std::fs::write(&path, &buf)
                     .map_err(|e| CliError::Io(format!("{}: {e}", path.display())))?;

@@ -487,3 +487,34 @@ fn example_job_files_run_as_their_headers_say() {
     }
     assert!(ran >= 5, "{ran} examples");
 }
+
+/// With --json, a read the device rejects prints its status in the output
+/// object (as a rejected write does), and exits 1.
+#[test]
+fn a_rejected_read_reports_its_status_in_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = dir.path().join("r.img");
+    assert_eq!(
+        code(&zns(&[
+            "create",
+            "--profile",
+            "tiny",
+            img.to_str().unwrap()
+        ])),
+        0
+    );
+    let o = zns(&[
+        "zone",
+        "read",
+        img.to_str().unwrap(),
+        "--slba",
+        "0x100000",
+        "--nlb",
+        "1",
+        "--json",
+    ]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).expect("a JSON object");
+    assert_eq!(doc["op"], "read");
+    assert_eq!(doc["status"]["name"], "LBA Out of Range");
+}
