@@ -343,6 +343,17 @@ pub fn bench(args: Vec<String>) -> Result<ExitCode, CliError> {
         return Ok(ExitCode::SUCCESS);
     }
     let specs = select_sections(specs(&a)?, &a.sections)?;
+    // a real device that is not there is an I/O error on a file (exit 4),
+    // found before anything runs
+    for name in specs.iter().filter_map(|j| j.filename.as_deref()) {
+        if let Some(path) = zns_target::spec::linux_device_path(name) {
+            if !std::path::Path::new(path).exists() {
+                return Err(CliError::Io(format!(
+                    "filename={name}: {path}: no such device"
+                )));
+            }
+        }
+    }
     let report = execute(&specs, a.seed, a.eta)?;
     let text = render(
         &report,
