@@ -297,6 +297,13 @@ fn bad_text_is_bad_input_and_unwritable_outputs_fail_first() {
     std::fs::write(&trace, b"{\"op\":\"\xff\"}\n").unwrap();
     let o = zns(&["replay", trace.to_str().unwrap()]);
     assert_eq!(code(&o), 3, "{}", stderr(&o));
+    let o = zns(&[
+        "bench",
+        "--name=w",
+        "--filename=/dev/nvme-not-here",
+        "--rw=write",
+    ]);
+    assert_eq!(code(&o), 4, "a missing real device: {}", stderr(&o));
     for args in [
         &[
             "repro",
