@@ -111,7 +111,7 @@ impl RaidArray {
             let st = inner.st.borrow();
             st.z.iter()
                 .enumerate()
-                .filter(|(_, z)| z.ready && z.frontier > 0)
+                .filter(|(_, z)| z.ready() && z.frontier > 0)
                 .map(|(i, z)| (i as u32, z.gen, z.frontier))
                 .collect()
         };
@@ -176,7 +176,7 @@ impl RaidArray {
             z.inflight += pieces.len() as u32;
             (zone, z.gen, off, pieces)
         };
-        let ready = self.inner.st.borrow().z[zone as usize].ready;
+        let ready = self.inner.st.borrow().z[zone as usize].ready();
         if !ready {
             let inner2 = inner.clone();
             drop(inner.handle.spawn(async move {
@@ -379,7 +379,7 @@ impl RaidArray {
             let st = inner.st.borrow();
             st.z.iter()
                 .enumerate()
-                .filter(|(_, z)| z.frontier > 0 && z.ready)
+                .filter(|(_, z)| z.frontier > 0 && z.ready())
                 .map(|(i, z)| (i as u32, z.gen, z.frontier))
                 .collect()
         };
@@ -432,7 +432,7 @@ async fn finish_logical(inner: &Rc<Inner>, zone: u32) -> Result<(), NvmeError> {
         let (gen, d, ready) = {
             let st = inner.st.borrow();
             let z = &st.z[zone as usize];
-            (z.gen, z.frontier, z.ready)
+            (z.gen, z.frontier, z.ready())
         };
         let _ = ready;
         if d < inner.layout.logical_cap() {

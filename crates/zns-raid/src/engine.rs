@@ -15,7 +15,7 @@ use zns_core::{IoFlags, NvmeError, NvmeStatus, ZoneAction, ZoneSendCmd};
 use crate::join::{join_all, join_in_place, poll_all, SubFuture};
 use crate::md::{Record, RecordKind, WpEntry};
 use crate::plan::{Gate, Payload, Piece, SubIo};
-use crate::state::{aborted, Inner, LogZone, MdMember, State};
+use crate::state::{aborted, Inner, LogZone, MdMember, State, ZonePhase};
 use crate::superblock::{gen_table, superblock};
 use crate::Policy;
 
@@ -99,7 +99,7 @@ async fn member_write(
             }
             let wp = z.member_wp[dev as usize];
             let l = inner.layout;
-            if z.ready && !inner.opts.variant.zrwa_zones() {
+            if z.ready() && !inner.opts.variant.zrwa_zones() {
                 // normal zones: strictly in order per member zone
                 // (the member's scheduler keeps the order downstream)
                 let sub = z.sub_wp[dev as usize];
@@ -112,7 +112,7 @@ async fn member_write(
                     inner.wake_zone(zone);
                     break;
                 }
-            } else if z.ready {
+            } else if z.ready() {
                 let window = off + nlb <= wp + l.zrwa_lbas;
                 match gate {
                     Gate::Slot if off < wp => return Ok(()),
@@ -310,7 +310,7 @@ fn partial_stripes_on(inner: &Inner, dev: u32) -> Vec<Record> {
         let zone = zone as u32;
         let s = z.buf_stripe;
         let kept = inner.opts.timing_only || !z.buf.is_empty();
-        if !kept || !z.ready || l.parity_dev(zone, s) != dev {
+        if !kept || !z.ready() || l.parity_dev(zone, s) != dev {
             continue;
         }
         let filled = z.submit_end.saturating_sub(s * l.stripe_lbas());
@@ -352,10 +352,10 @@ pub(crate) async fn ensure_ready(inner: &Rc<Inner>, zone: u32, gen: u64) -> Resu
             if z.gen != gen {
                 return Err(aborted());
             }
-            if z.ready {
+            if z.ready() {
                 return Ok(());
             }
-            if !z.busy && !z.opening {
+            if !z.busy && z.phase != ZonePhase::Opening {
                 if st.member_active_zones < inner.cfg.max_active_zones {
                     break;
                 }
@@ -375,7 +375,7 @@ pub(crate) async fn ensure_ready(inner: &Rc<Inner>, zone: u32, gen: u64) -> Resu
     {
         let mut st = inner.st.borrow_mut();
         Inner::hold_members(&mut st, zone);
-        st.z[zone as usize].opening = true;
+        st.z[zone as usize].phase = ZonePhase::Opening;
     }
     let mut result = Ok(());
     for dev in 0..inner.layout.n {
@@ -395,10 +395,14 @@ pub(crate) async fn ensure_ready(inner: &Rc<Inner>, zone: u32, gen: u64) -> Resu
     }
     let mut st = inner.st.borrow_mut();
     let z = &mut st.z[zone as usize];
-    z.opening = false;
-    if result.is_ok() && z.gen == gen {
-        z.ready = true;
-    }
+    // ready once opened for its generation; an open that failed or
+    // belongs to an older generation leaves it closed, unless another open
+    // made it ready meanwhile
+    z.phase = if (result.is_ok() && z.gen == gen) || z.ready() {
+        ZonePhase::Ready
+    } else {
+        ZonePhase::Closed
+    };
     drop(st);
     inner.wake_zone(zone);
     result

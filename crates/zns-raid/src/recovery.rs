@@ -30,7 +30,7 @@ use crate::layout::Layout;
 use crate::md::{Record, RecordKind, WpEntry};
 use crate::media::{partial_stripe_data, read_md_records, read_partial_stripe, read_range};
 use crate::plan::xor_into;
-use crate::state::{Inner, MdMember, State, ZoneRt};
+use crate::state::{Inner, MdMember, State, ZonePhase, ZoneRt};
 use crate::stats::RaidStats;
 use crate::superblock::{gen_table, superblock};
 use crate::{Policy, RaidArray, RaidError, RaidOptions};
@@ -829,7 +829,7 @@ async fn recover_zone(
         let end = end.min(cap);
         let mut st = inner.st.borrow_mut();
         let z = &mut st.z[zone as usize];
-        z.ready = true;
+        z.phase = ZonePhase::Ready;
         z.set_progress(end, l.chunk_lbas);
         // a zone finished inside a stripe: degraded reads of that stripe
         // rebuild it from partial parity (the bytes are not reloaded)
@@ -866,7 +866,7 @@ async fn recover_zone(
     {
         let mut st = inner.st.borrow_mut();
         let z = &mut st.z[zone as usize];
-        z.ready = true;
+        z.phase = ZonePhase::Ready;
         z.set_progress(d, l.chunk_lbas);
         // a zone with room left comes back closed: its member zones are
         // active

@@ -18,12 +18,25 @@ use crate::layout::Layout;
 use crate::stats::RaidStats;
 use crate::RaidOptions;
 
+/// Where a logical zone's member zones are in being opened for the zone's
+/// current generation (`engine::ensure_ready`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ZonePhase {
+    /// Not opened for this generation (a new or reset zone).
+    Closed,
+    /// Being opened (with a ZRWA where the variant uses one).
+    Opening,
+    /// The member zones hold their ZRWA (opened for this generation).
+    Ready,
+}
+
 /// Per logical zone runtime state.
 pub(crate) struct ZoneRt {
     pub gen: u64,
-    /// The member zones hold their ZRWA (opened for this generation).
-    pub ready: bool,
-    pub opening: bool,
+    /// The member zones' opening for this generation. The other flags below
+    /// (`busy`, `manager`, `first_chunk_logged`, `holds_members`) are not
+    /// phases of it: each can be set in any phase.
+    pub phase: ZonePhase,
     /// A reset or finish is being applied to the members.
     pub busy: bool,
     pub submit_end: u64,
@@ -73,8 +86,7 @@ impl ZoneRt {
     pub fn new(n: usize) -> ZoneRt {
         ZoneRt {
             gen: 0,
-            ready: false,
-            opening: false,
+            phase: ZonePhase::Closed,
             busy: false,
             submit_end: 0,
             buf_stripe: 0,
@@ -96,6 +108,11 @@ impl ZoneRt {
             first_chunk_logged: false,
             holds_members: false,
         }
+    }
+
+    /// The member zones hold their ZRWA (opened for this generation).
+    pub fn ready(&self) -> bool {
+        self.phase == ZonePhase::Ready
     }
 
     /// Forget the zone's contents (reset), starting generation `gen`.
