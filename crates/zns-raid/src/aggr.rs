@@ -23,7 +23,7 @@ use zns_core::{
 };
 use zns_sim::{Handle, JoinHandle};
 
-use crate::array::join_all;
+use crate::join::join_all;
 
 /// k zones of `inner` as one (see the module header).
 pub struct AggregatedZns {

@@ -24,13 +24,21 @@ pub mod aggr;
 mod array;
 #[cfg(feature = "crashtest")]
 pub mod crashtest;
+mod engine;
+mod join;
 pub mod layout;
 pub mod md;
+mod media;
+mod plan;
 mod recovery;
+mod state;
+mod stats;
+mod superblock;
 
 pub use aggr::AggregatedZns;
-pub use array::{RaidArray, RaidStats};
+pub use array::RaidArray;
 pub use layout::Layout;
+pub use stats::RaidStats;
 
 use zns_core::NvmeError;
 

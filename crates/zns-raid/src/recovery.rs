@@ -25,12 +25,15 @@ use zns_core::{
 use zns_sim::sync::Notify;
 use zns_sim::Handle;
 
-use crate::array::{
-    advance, log_wp, md_append, xor_into, Inner, MdMember, RaidArray, RaidStats, State, ZoneRt,
-};
+use crate::engine::{advance, log_wp, md_append};
 use crate::layout::Layout;
 use crate::md::{Record, RecordKind, WpEntry};
-use crate::{Policy, RaidError, RaidOptions};
+use crate::media::{partial_stripe_data, read_md_records, read_partial_stripe, read_range};
+use crate::plan::xor_into;
+use crate::state::{Inner, MdMember, State, ZonePhase, ZoneRt};
+use crate::stats::RaidStats;
+use crate::superblock::{gen_table, superblock};
+use crate::{Policy, RaidArray, RaidError, RaidOptions};
 
 /// Checks the members and options; returns the layout and the logical config.
 pub(crate) fn validate(
@@ -203,47 +206,6 @@ fn describe_difference(a: &ZonedConfig, b: &ZonedConfig) -> String {
         ));
     }
     d.join(", ")
-}
-
-pub(crate) fn superblock(inner: &Inner, dev: u32, epoch: u64) -> Record {
-    let policy = match inner.opts.policy {
-        Policy::Stripe => 1,
-        Policy::Chunk => 2,
-        Policy::WpLog => 3,
-    };
-    Record {
-        kind: RecordKind::Superblock,
-        array_id: inner.array_id.get(),
-        zone: 0,
-        gen: 0,
-        seq: 0,
-        f: [
-            inner.layout.n as u64,
-            dev as u64,
-            inner.layout.chunk_lbas,
-            epoch,
-            inner.cfg.zone_count as u64,
-            policy,
-        ],
-        payload: Vec::new(),
-    }
-}
-
-pub(crate) fn gen_table(inner: &Inner) -> Record {
-    let st = inner.st.borrow();
-    let mut payload = Vec::with_capacity(st.z.len() * 8);
-    for z in &st.z {
-        payload.extend_from_slice(&z.gen.to_le_bytes());
-    }
-    Record {
-        kind: RecordKind::GenTable,
-        array_id: inner.array_id.get(),
-        zone: 0,
-        gen: 0,
-        seq: st.seq,
-        f: [0; 6],
-        payload,
-    }
 }
 
 fn new_inner(
@@ -794,29 +756,6 @@ fn apply_record(zmd: &mut [ZoneMd], rec: Record) {
     }
 }
 
-/// Reads `nlb` blocks at member LBA `slba` in MDTS-sized commands.
-pub(crate) async fn read_range(
-    inner: &Inner,
-    dev: u32,
-    slba: u64,
-    nlb: u64,
-) -> Result<Vec<u8>, NvmeError> {
-    let b = inner.lba_bytes();
-    let mut out = vec![0u8; nlb as usize * b];
-    let m = inner
-        .member(dev)
-        .ok_or(NvmeError::injected(NvmeStatus::HostPathingError))?;
-    let step = inner.member_cfg.max_transfer_lbas as u64;
-    let mut x = 0;
-    while x < nlb {
-        let len = step.min(nlb - x);
-        m.read(slba + x, &mut out[x as usize * b..(x + len) as usize * b])
-            .await?;
-        x += len;
-    }
-    Ok(out)
-}
-
 async fn reset_member_zone(inner: &Rc<Inner>, zone: u32) -> Result<(), NvmeError> {
     for dev in 0..inner.layout.n {
         if !inner.member_zone_send(dev, zone, ZoneAction::Reset).await? {
@@ -890,7 +829,7 @@ async fn recover_zone(
         let end = end.min(cap);
         let mut st = inner.st.borrow_mut();
         let z = &mut st.z[zone as usize];
-        z.ready = true;
+        z.phase = ZonePhase::Ready;
         z.set_progress(end, l.chunk_lbas);
         // a zone finished inside a stripe: degraded reads of that stripe
         // rebuild it from partial parity (the bytes are not reloaded)
@@ -927,7 +866,7 @@ async fn recover_zone(
     {
         let mut st = inner.st.borrow_mut();
         let z = &mut st.z[zone as usize];
-        z.ready = true;
+        z.phase = ZonePhase::Ready;
         z.set_progress(d, l.chunk_lbas);
         // a zone with room left comes back closed: its member zones are
         // active
@@ -1036,202 +975,4 @@ async fn reload_stripe(inner: &Rc<Inner>, zone: u32, d: u64, zm: &ZoneMd) -> Res
         0
     };
     Ok(())
-}
-
-/// The data of the partial stripe of logical zone `zone` at completed progress
-/// `d` (zone-relative), while the array runs: the first `d mod stripe` blocks of
-/// the stripe, a failed member's chunk rebuilt from the partial parity (the
-/// metadata zone's PP records are read for a stripe near the zone end). Exact
-/// for completed blocks; nothing is kept in memory for this.
-pub(crate) async fn partial_stripe_data(
-    inner: &Rc<Inner>,
-    zone: u32,
-    d: u64,
-) -> Result<Vec<u8>, NvmeError> {
-    let l = inner.layout;
-    let s = d / l.stripe_lbas();
-    // PP records are needed only when a data member is missing: the parity
-    // member that holds them is then alive
-    let parity = l.parity_dev(zone, s);
-    let pp =
-        if l.slot_row(s).is_none() && inner.failed_count() > 0 && inner.member(parity).is_some() {
-            pp_records(inner, parity, zone).await?
-        } else {
-            Vec::new()
-        };
-    read_partial_stripe(inner, zone, d, &pp).await
-}
-
-/// The PP records of logical zone `zone` in member `dev`'s metadata zones.
-async fn pp_records(inner: &Rc<Inner>, dev: u32, zone: u32) -> Result<Vec<Record>, NvmeError> {
-    let m = inner
-        .member(dev)
-        .ok_or(NvmeError::injected(NvmeStatus::HostPathingError))?;
-    let d = m
-        .report_zones(inner.md_zone_start(0), ReportFilter::All, 2)
-        .await?;
-    let (Some(&d0), Some(&d1)) = (d.first(), d.get(1)) else {
-        return Err(NvmeStatus::InternalError.into());
-    };
-    let id = inner.array_id.get();
-    Ok(read_md_records(inner, dev, [d0, d1])
-        .await?
-        .into_iter()
-        .map(|(_, rec)| rec)
-        .filter(|r| r.kind == RecordKind::Pp && r.zone == zone && r.array_id == id)
-        .collect())
-}
-
-/// Every record with a valid CRC in member `dev`'s two metadata zones
-/// (`md`: their descriptors), in media order, with the zone (0 or 1) it is in.
-pub(crate) async fn read_md_records(
-    inner: &Inner,
-    dev: u32,
-    md: [ZoneDescriptor; 2],
-) -> Result<Vec<(u32, Record)>, NvmeError> {
-    let b = inner.lba_bytes();
-    let mut out = Vec::new();
-    for (which, zd) in md.iter().enumerate() {
-        let used = if zd.state == ZoneState::Full {
-            inner.member_cfg.zone_capacity_lbas
-        } else {
-            zd.write_pointer - zd.start_lba
-        };
-        let bytes = read_range(inner, dev, zd.start_lba, used).await?;
-        let mut at = 0usize;
-        while at < bytes.len() {
-            match Record::decode(&bytes[at..], b) {
-                None => at += b,
-                // a torn record (its payload lost at a power cut) is
-                // skipped block by block: the zone's write pointer rolled
-                // back into it, and later records follow its header directly
-                Some((None, _)) => at += b,
-                Some((Some(rec), blocks)) => {
-                    at += blocks * b;
-                    out.push((which as u32, rec));
-                }
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// Reads the first `d mod stripe` blocks of the stripe at progress `d` from
-/// the data members; a failed member's chunk is rebuilt from the partial
-/// parity (`pp`: PP records of the metadata zones, for stripes near the zone
-/// end).
-async fn read_partial_stripe(
-    inner: &Rc<Inner>,
-    zone: u32,
-    d: u64,
-    pp: &[Record],
-) -> Result<Vec<u8>, NvmeError> {
-    let l = inner.layout;
-    let b = inner.lba_bytes();
-    let c = l.chunk_lbas;
-    let sl = l.stripe_lbas();
-    let nd = l.data_chunks() as u32;
-    let s = d / sl;
-    let r = d - s * sl;
-    let zstart = inner.mzone_start(zone);
-    let j = (r / c) as u32;
-    let e = r % c;
-    let mut buf = vec![0u8; sl as usize * b];
-    let mut missing = None;
-    for i in 0..nd {
-        let len = if i < j {
-            c
-        } else if i == j {
-            e
-        } else {
-            0
-        };
-        if len == 0 {
-            continue;
-        }
-        let dev = l.data_dev(zone, s, i);
-        if inner.member(dev).is_none() {
-            missing = Some(i);
-            continue;
-        }
-        let data = read_range(inner, dev, zstart + l.member_off(s, 0), len).await?;
-        let from = i as usize * c as usize * b;
-        buf[from..from + data.len()].copy_from_slice(&data);
-    }
-    if let Some(i) = missing {
-        // [0, e): data through chunk j; [e, c): through chunk j − 1
-        let mut segs = Vec::new();
-        if e > 0 && i <= j {
-            segs.push((j, 0, e));
-        }
-        if j >= 1 && i < j {
-            segs.push((j - 1, e, c));
-        }
-        for (m, x, y) in segs {
-            let mut val = read_pp(inner, zone, s, m, x, y, pp).await?;
-            for other in 0..=m {
-                if other == i {
-                    continue;
-                }
-                let from = (other as usize * c as usize + x as usize) * b;
-                let len = val.len();
-                xor_into(&mut val, &buf[from..from + len]);
-            }
-            let to = (i as usize * c as usize + x as usize) * b;
-            buf[to..to + val.len()].copy_from_slice(&val);
-        }
-    }
-    buf.truncate(r as usize * b);
-    Ok(buf)
-}
-
-/// Partial parity "XOR through data chunk m" of stripe `s` at in-chunk blocks [x, y).
-async fn read_pp(
-    inner: &Rc<Inner>,
-    zone: u32,
-    s: u64,
-    m: u32,
-    x: u64,
-    y: u64,
-    pp: &[Record],
-) -> Result<Vec<u8>, NvmeError> {
-    let l = inner.layout;
-    let b = inner.lba_bytes();
-    let zstart = inner.mzone_start(zone);
-    if m == l.data_chunks() as u32 - 1 {
-        return read_range(
-            inner,
-            l.parity_dev(zone, s),
-            zstart + l.member_off(s, x),
-            y - x,
-        )
-        .await;
-    }
-    if let Some(row) = l.slot_row(s) {
-        return read_range(
-            inner,
-            l.pp_dev(zone, s, m),
-            zstart + l.member_off(row, x),
-            y - x,
-        )
-        .await;
-    }
-    let gen = inner.st.borrow().z[zone as usize].gen;
-    let mut out = vec![0u8; (y - x) as usize * b];
-    let mut recs: Vec<&Record> = pp
-        .iter()
-        .filter(|r| r.gen == gen && r.f[0] == s && r.f[1] == m as u64)
-        .collect();
-    recs.sort_by_key(|r| r.seq);
-    for rec in recs {
-        let (r0, rn) = (rec.f[2], rec.f[3]);
-        for blk in r0.max(x)..(r0 + rn).min(y) {
-            let src = ((blk - r0) as usize) * b;
-            let dst = ((blk - x) as usize) * b;
-            if src + b <= rec.payload.len() {
-                out[dst..dst + b].copy_from_slice(&rec.payload[src..src + b]);
-            }
-        }
-    }
-    Ok(out)
 }
