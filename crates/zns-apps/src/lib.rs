@@ -12,6 +12,7 @@
 //! - `mount`: a file system made and mounted on served devices (unmounted
 //!   on drop);
 //! - `dbbench`: `db_bench` runs and the figures in its report;
+//! - `dbcheck`: the method check against the drive's measured db_bench;
 //! - `fio`: fio runs (job files with variables) and their JSON report;
 //! - `experiment`: one run — serve, F2FS, a workload, the counters;
 //! - `calibrate`: fio through a served device against `zns bench`, the
@@ -20,6 +21,7 @@
 
 pub mod calibrate;
 pub mod dbbench;
+pub mod dbcheck;
 pub mod experiment;
 pub mod fio;
 pub mod mount;

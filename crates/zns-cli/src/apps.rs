@@ -61,6 +61,9 @@ pub struct AppFigArgs {
     pub show_progress: bool,
     /// Draw the PNGs (the guest has no fonts: its host draws them).
     pub plots: bool,
+    /// Run the method check against the drive's measured db_bench
+    /// (`--fig dbcheck`, zns_apps::dbcheck).
+    pub dbcheck: bool,
 }
 
 /// The speed factor the guest runs at unless told otherwise: slow enough
@@ -110,9 +113,37 @@ fn run_here(a: &AppFigArgs) -> Result<String, CliError> {
     std::fs::create_dir_all(&a.out)
         .map_err(|e| CliError::Io(format!("--out {}: {e}", a.out.display())))?;
     let cal = zraid::calibrate_speed(&opts, &mut progress).map_err(CliError::Io)?;
-    let points = zraid::run(&opts, &mut progress).map_err(CliError::Io)?;
-    let text = outputs(&points, &a.out, a.plots, &format!("--speed {}", opts.speed))?;
-    Ok(format!("{}\n{text}", zraid::calibration_markdown(&cal)))
+    let mut text = zraid::calibration_markdown(&cal);
+    if a.dbcheck {
+        let check = zns_apps::dbcheck::DbCheckOptions {
+            speed: opts.speed,
+            keys: if a.quick { 20_000 } else { 200_000 },
+            read_seconds: if a.quick { 10 } else { 60 },
+            zones: 64,
+            out_dir: a.out.clone(),
+            zns: opts.zns.clone(),
+            measured_csv: measured_dbbench_csv(),
+        };
+        let rows = zns_apps::dbcheck::run(&check, &mut progress).map_err(CliError::Io)?;
+        text += &format!("\n{}", zns_apps::dbcheck::markdown(&rows));
+    }
+    if !a.figs.is_empty() {
+        let points = zraid::run(&opts, &mut progress).map_err(CliError::Io)?;
+        text += "\n";
+        text += &outputs(&points, &a.out, a.plots, &format!("--speed {}", opts.speed))?;
+    }
+    Ok(text)
+}
+
+/// The drive's measured db_bench (experiments/data/zn540, in the checkout
+/// zns was built from; the guest gets it in its output directory).
+fn measured_dbbench_csv() -> PathBuf {
+    let shared = Path::new("/out/nvmeb_rocksdb_dbbench.csv");
+    if shared.is_file() {
+        return shared.to_path_buf();
+    }
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../experiments/data/zn540/nvmeb_rocksdb_dbbench.csv")
 }
 
 /// Writes the figures' files; the summary and the file list.
@@ -211,7 +242,7 @@ pub fn run_repro_in_guest(repro_args: &str, out: &Path, runs: usize) -> Result<(
 
 fn run_in_guest(a: &AppFigArgs) -> Result<String, CliError> {
     let out = guest_out_dir(&a.out)?;
-    let figs: Vec<&str> = a
+    let mut figs: Vec<&str> = a
         .figs
         .iter()
         .map(|f| match f {
@@ -219,6 +250,14 @@ fn run_in_guest(a: &AppFigArgs) -> Result<String, CliError> {
             AppFig::Fig10 => "10",
         })
         .collect();
+    if a.dbcheck {
+        figs.push("dbcheck");
+        std::fs::copy(
+            measured_dbbench_csv(),
+            out.join("nvmeb_rocksdb_dbbench.csv"),
+        )
+        .map_err(|e| CliError::Io(format!("the drive's db_bench data: {e}")))?;
+    }
     let speed = a.speed.unwrap_or(GUEST_SPEED);
     let member = guest_profile(&a.member, &out, "member")?;
     let mut args = format!(
@@ -233,6 +272,7 @@ fn run_in_guest(a: &AppFigArgs) -> Result<String, CliError> {
     }
     let _ = std::fs::remove_file(out.join("points.json"));
     let _ = std::fs::remove_file(out.join("calibration.json"));
+    let _ = std::fs::remove_file(out.join("dbcheck.json"));
     let runs = zraid::run_count(&ZraidAppOptions {
         figs: a.figs.clone(),
         quick: a.quick,
@@ -244,15 +284,25 @@ fn run_in_guest(a: &AppFigArgs) -> Result<String, CliError> {
         out_dir: out.clone(),
         zns: PathBuf::new(),
     });
+    // (the db_bench check is worth a few runs of time)
+    let runs = runs + if a.dbcheck { 5 } else { 0 };
     run_repro_in_guest(&args, &out, runs)?;
     // the guest wrote the points; the figures are drawn here
-    let points = zraid::read_points(&out).map_err(CliError::Io)?;
     let cal = zraid::read_calibration(&out).map_err(CliError::Io)?;
-    let text = outputs(
-        &points,
-        &out,
-        a.plots,
-        &format!("in the ublk guest under TCG, --speed {speed}"),
-    )?;
-    Ok(format!("{}\n{text}", zraid::calibration_markdown(&cal)))
+    let mut text = zraid::calibration_markdown(&cal);
+    if a.dbcheck {
+        let rows = zns_apps::dbcheck::read_rows(&out).map_err(CliError::Io)?;
+        text += &format!("\n{}", zns_apps::dbcheck::markdown(&rows));
+    }
+    if !a.figs.is_empty() {
+        let points = zraid::read_points(&out).map_err(CliError::Io)?;
+        text += "\n";
+        text += &outputs(
+            &points,
+            &out,
+            a.plots,
+            &format!("in the ublk guest under TCG, --speed {speed}"),
+        )?;
+    }
+    Ok(text)
 }

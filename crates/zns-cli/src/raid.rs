@@ -292,7 +292,8 @@ fn crashtest_cmd(args: CrashtestArgs) -> Result<ExitCode, CliError> {
 #[command(after_help = crate::apps::APP_FIGS_HELP)]
 pub struct ReproZraidArgs {
     /// Figures, comma-separated: 7, 8, waf, 11 (emulated in virtual time);
-    /// 9, 10 (applications on served arrays: F2FS, fio, db_bench).
+    /// 9, 10 (applications on served arrays: F2FS, fio, db_bench); dbcheck
+    /// (the method check: db_bench on a served ZN540 against the drive's).
     #[arg(long, default_value = "7,8,waf,11")]
     fig: String,
     /// Output directory for the CSV and PNG files.
@@ -340,10 +341,12 @@ pub fn repro_zraid_cmd(a: ReproZraidArgs) -> Result<ExitCode, CliError> {
     crate::writable_dir(&a.out, "--out")?;
     let mut figs = Vec::new();
     let mut app_figs = Vec::new();
+    let mut dbcheck = false;
     for f in a.fig.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         match f {
             "9" => app_figs.push(AppFig::Fig9),
             "10" => app_figs.push(AppFig::Fig10),
+            "dbcheck" => dbcheck = true,
             f => figs.push(
                 f.parse::<Fig>()
                     .map_err(|e| CliError::Usage(format!("--fig: {e}")))?,
@@ -360,7 +363,7 @@ pub fn repro_zraid_cmd(a: ReproZraidArgs) -> Result<ExitCode, CliError> {
             "--reps and --member-zones must be at least 1".into(),
         ));
     }
-    if !app_figs.is_empty() {
+    if !app_figs.is_empty() || dbcheck {
         let text = crate::apps::run_app_figs(&crate::apps::AppFigArgs {
             figs: app_figs,
             quick: a.quick,
@@ -372,6 +375,7 @@ pub fn repro_zraid_cmd(a: ReproZraidArgs) -> Result<ExitCode, CliError> {
             out: a.out.clone(),
             show_progress: a.eta != "never",
             plots: !a.no_plots,
+            dbcheck,
         })?;
         out!("{text}");
         if figs.is_empty() {
