@@ -446,7 +446,10 @@ fn read_text(path: &std::path::Path, what: &str) -> Result<String, CliError> {
 impl From<DeviceError> for CliError {
     fn from(e: DeviceError) -> Self {
         match e {
-            DeviceError::Store(StoreError::Io { .. }) => CliError::Io(e.to_string()),
+            // the OS refused, or the image is busy: the image itself is fine
+            DeviceError::Store(StoreError::Io { .. } | StoreError::InUse { .. }) => {
+                CliError::Io(e.to_string())
+            }
             other => CliError::Input(other.to_string()),
         }
     }

@@ -525,3 +525,27 @@ fn a_rejected_read_reports_its_status_in_json() {
     assert_eq!(doc["op"], "read");
     assert_eq!(doc["status"]["name"], "LBA Out of Range");
 }
+
+/// An image another process holds is busy, not bad: exit 4 (an I/O
+/// condition), with the reason.
+#[test]
+fn an_image_in_use_is_exit_4() {
+    use std::os::fd::AsRawFd;
+    let dir = tempfile::tempdir().unwrap();
+    let img = dir.path().join("busy.img");
+    assert_eq!(
+        code(&zns(&[
+            "create",
+            "--profile",
+            "tiny",
+            img.to_str().unwrap()
+        ])),
+        0
+    );
+    let held = std::fs::File::open(&img).unwrap();
+    // SAFETY: flock takes a live descriptor and flags.
+    assert_eq!(unsafe { libc::flock(held.as_raw_fd(), libc::LOCK_EX) }, 0);
+    let o = zns(&["zone", "report", img.to_str().unwrap()]);
+    assert_eq!(code(&o), 4, "{}", stderr(&o));
+    assert!(stderr(&o).contains("in use"), "{}", stderr(&o));
+}

@@ -202,7 +202,7 @@ fn an_image_is_opened_by_one_owner_at_a_time() {
     let dir = tempfile::tempdir().unwrap();
     let (path, image) = two_namespace_image(dir.path());
     match PersistentImage::open(&path) {
-        Err(StoreError::Invalid(message)) => assert!(message.contains("in use"), "{message}"),
+        Err(e @ StoreError::InUse { .. }) => assert!(e.to_string().contains("in use"), "{e}"),
         other => panic!("second open: {other:?}"),
     }
     drop(image);

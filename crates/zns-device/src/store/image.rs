@@ -574,10 +574,9 @@ fn lock_exclusive(file: &File, path: &Path) -> Result<(), StoreError> {
     }
     let err = std::io::Error::last_os_error();
     if err.kind() == std::io::ErrorKind::WouldBlock {
-        return Err(StoreError::Invalid(format!(
-            "image {} is in use (another process, or another open in this one, holds its lock)",
-            path.display()
-        )));
+        return Err(StoreError::InUse {
+            path: path.to_path_buf(),
+        });
     }
     Err(StoreError::Io {
         path: path.to_path_buf(),

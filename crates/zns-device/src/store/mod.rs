@@ -54,6 +54,13 @@ pub enum StoreError {
         #[source]
         source: std::io::Error,
     },
+    /// Another process (or another open in this one) holds the image's
+    /// lock: the image is fine, only busy.
+    #[error("image {} is in use (another process, or another open in this one, holds its lock)", .path.display())]
+    InUse {
+        /// The file.
+        path: PathBuf,
+    },
     /// The image holds something it never wrote; the message names what
     /// (header field, metadata slot, file length, ...).
     #[error("image corrupt: {0}")]
