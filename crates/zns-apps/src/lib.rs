@@ -14,13 +14,16 @@
 //! - `dbbench`: `db_bench` runs and the figures in its report;
 //! - `fio`: fio runs (job files with variables) and their JSON report;
 //! - `experiment`: one run — serve, F2FS, a workload, the counters;
-//! - `zraid`: the ZRAID paper's Fig. 9, Fig. 10 and §6.4 statistics.
+//! - `zraid`: the ZRAID paper's Fig. 9, Fig. 10 and §6.4 statistics;
+//! - `study`: the ZNS integration study's integration levels and two
+//!   tenants (docs/zns-study.md).
 
 pub mod dbbench;
 pub mod experiment;
 pub mod fio;
 pub mod mount;
 pub mod served;
+pub mod study;
 pub mod zraid;
 
 /// Why an application step failed.
