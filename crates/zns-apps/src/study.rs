@@ -170,9 +170,12 @@ pub struct Scale {
     /// space its fresh F2FS offers.
     pub hot_fraction: f64,
     /// High utilization: F2FS A filled (cold + hot files) to this fraction
-    /// of the space it offers, btrfs B's zones to this fraction of their
-    /// capacity, before the measured phase.
+    /// of the space it offers before the measured phase.
     pub high_fill: f64,
+    /// High utilization: btrfs B's zones filled to this fraction of their
+    /// capacity (btrfs zoned needs free zones for the database's new block
+    /// groups: 92 % left db_bench ENOSPC on 128 zones).
+    pub high_fill_b: f64,
     /// Low utilization: tenant A's overwrites are paced (fio `--rate`) to
     /// this share of the drive's peak write bandwidth, as the study's
     /// F2FS tenant loaded the drive lightly; at high utilization they run
@@ -189,8 +192,8 @@ pub fn scale(quick: bool) -> Scale {
     // of them: a partial segment that F2FS counts as free space it does
     // not have, and fills to a stop)
     let full = Scale {
-        level_keys: 200_000,
-        level_reads: 2_000,
+        level_keys: 100_000,
+        level_reads: 1_000,
         lsm_divisor: 16,
         tenant_keys: 40_000,
         zone_lbas: 1024,
@@ -200,6 +203,7 @@ pub fn scale(quick: bool) -> Scale {
         meta_lbas: 8192,
         hot_fraction: 0.25,
         high_fill: 0.92,
+        high_fill_b: 0.85,
         low_a_bandwidth: 0.05,
     };
     if quick {
@@ -260,22 +264,21 @@ impl RunSpec {
     }
 }
 
-/// Every run, in order: the levels interleaved within a repetition, and
-/// within each utilization B alone and B with A interleaved, so that a
+/// Every run, in order: repetition by repetition (so that a run cut short
+/// still has whole repetitions), the levels interleaved within one, and B
+/// alone and B with A next to each other at each utilization, so that a
 /// slow spell of the host spreads over what is compared.
 pub fn plan(opts: &StudyOptions) -> Vec<RunSpec> {
     let reps = if opts.quick { 1 } else { opts.reps.max(1) };
     let mut runs = Vec::new();
-    if opts.parts.contains(&Part::Levels) {
-        for rep in 0..reps {
+    for rep in 0..reps {
+        if opts.parts.contains(&Part::Levels) {
             for level in Level::ALL {
                 runs.push(RunSpec::Level { level, rep });
             }
         }
-    }
-    if opts.parts.contains(&Part::Tenants) {
-        for util in [Utilization::Low, Utilization::High] {
-            for rep in 0..reps {
+        if opts.parts.contains(&Part::Tenants) {
+            for util in [Utilization::Low, Utilization::High] {
                 for tenancy in [Tenancy::Alone, Tenancy::Shared] {
                     runs.push(RunSpec::Tenants { util, tenancy, rep });
                 }
@@ -307,6 +310,10 @@ pub struct Counters {
     pub read_bytes: u64,
     /// Writes, zone appends and write-zeroes.
     pub write_bytes: u64,
+    /// The part of them that went to zoned namespaces (the rest: the
+    /// conventional ones, e.g. F2FS's metadata device).
+    #[serde(default)]
+    pub zoned_write_bytes: u64,
     pub zone_appends: u64,
     pub zone_resets: u64,
     pub discard_bytes: u64,
@@ -317,8 +324,9 @@ pub struct Counters {
     pub ftl_erases: Option<u64>,
 }
 
-/// The counters in a `zns serve --stats` document, summed over its devices.
-pub fn counters(stats: &Value) -> Counters {
+/// The counters in a `zns serve --stats` document, summed over its devices;
+/// `zoned` names the served devices that are zoned.
+pub fn counters(stats: &Value, zoned: &[String]) -> Counters {
     let mut c = Counters {
         device_s: stats["virtual_ns"].as_f64().unwrap_or(0.0) / 1e9,
         ..Counters::default()
@@ -327,8 +335,14 @@ pub fn counters(stats: &Value) -> Counters {
         let kinds = &dev["requests"]["by_kind"];
         let k = |name: &str, field: &str| kinds[name][field].as_u64().unwrap_or(0);
         c.read_bytes += k("read", "bytes");
-        c.write_bytes +=
-            k("write", "bytes") + k("zone-append", "bytes") + k("write-zeroes", "bytes");
+        let written = k("write", "bytes") + k("zone-append", "bytes") + k("write-zeroes", "bytes");
+        c.write_bytes += written;
+        if dev["name"]
+            .as_str()
+            .is_some_and(|n| zoned.iter().any(|z| z == n))
+        {
+            c.zoned_write_bytes += written;
+        }
         c.zone_appends += k("zone-append", "requests");
         c.zone_resets += k("zone-reset", "requests") + k("zone-reset-all", "requests");
         c.discard_bytes += k("discard", "bytes");
@@ -449,6 +463,9 @@ pub struct StudyPoints {
     pub quick: bool,
     pub levels: Vec<LevelPoint>,
     pub tenants: Vec<TenantPoint>,
+    /// The runs that failed, with why (the others still ran).
+    #[serde(default)]
+    pub failures: Vec<String>,
 }
 
 /// The six workloads of §4.1.1, in the order db_bench runs them.
@@ -553,11 +570,11 @@ pub fn tenant_profile(scale: &Scale) -> Result<Profile, String> {
     p.name = "zn540-two-tenants".into();
     p.description = format!(
         "zn540-cns's controller and flash: a {} MiB conventional namespace (F2FS metadata) and two zoned namespaces of {} and {} zones of {} MiB ({} MiB capacity), tenants A and B, sharing the flash",
-        scale.meta_lbas * 4096 >> 20,
+        (scale.meta_lbas * 4096) >> 20,
         scale.zones_a,
         scale.zones_b,
-        scale.zone_lbas * 4096 >> 20,
-        scale.zone_cap_lbas * 4096 >> 20,
+        (scale.zone_lbas * 4096) >> 20,
+        (scale.zone_cap_lbas * 4096) >> 20,
     );
     p.namespaces = vec![
         NamespaceProfile::Conventional(conv),
@@ -696,9 +713,14 @@ pub fn run(opts: &StudyOptions, progress: &mut dyn FnMut(&str)) -> Result<StudyP
                     i + 1,
                     level.name()
                 ));
-                let p = run_level(opts, &scale, level, rep, &work, &label)
-                    .map_err(|e| format!("level {}: {e}", level.name()))?;
-                points.levels.extend(p);
+                match run_level(opts, &scale, level, rep, &work, &label) {
+                    Ok(p) => points.levels.extend(p),
+                    Err(e) => {
+                        let e = format!("{label}: {e}");
+                        progress(&format!("  FAILED {e}"));
+                        points.failures.push(e);
+                    }
+                }
             }
             RunSpec::Tenants { util, tenancy, rep } => {
                 progress(&format!(
@@ -710,7 +732,7 @@ pub fn run(opts: &StudyOptions, progress: &mut dyn FnMut(&str)) -> Result<StudyP
                         Tenancy::Shared => "with A's overwrites",
                     }
                 ));
-                let p = run_tenants(
+                let r = run_tenants(
                     opts,
                     &scale,
                     &profile,
@@ -718,13 +740,26 @@ pub fn run(opts: &StudyOptions, progress: &mut dyn FnMut(&str)) -> Result<StudyP
                     (util, tenancy, rep),
                     &work,
                     &label,
-                )
-                .map_err(|e| format!("two tenants {label}: {e}"))?;
-                progress(&tenant_line(&p));
-                points.tenants.extend(p);
+                );
+                match r {
+                    Ok(p) => {
+                        progress(&tenant_line(&p));
+                        points.tenants.extend(p);
+                    }
+                    Err(e) => {
+                        let e = format!("{label}: {e}");
+                        progress(&format!("  FAILED {e}"));
+                        points.failures.push(e);
+                    }
+                }
             }
         }
         progress(&format!("  {label}: {:.0} s", t0.elapsed().as_secs_f64()));
+        // (what has run so far, for a run cut short; the caller writes the
+        // whole set at the end)
+        if let Ok(text) = serde_json::to_string_pretty(&points) {
+            let _ = std::fs::write(opts.out_dir.join("points.json"), text);
+        }
     }
     Ok(points)
 }
@@ -760,6 +795,10 @@ fn conventional(server: &Server) -> Result<String, AppError> {
         .find(|d| !d.zoned)
         .map(|d| d.path.clone())
         .ok_or_else(|| io("the drive has no conventional namespace"))
+}
+
+fn zoned_targets(server: &Server) -> Vec<String> {
+    zoned(server).iter().map(|d| d.target.clone()).collect()
 }
 
 fn zoned(server: &Server) -> Vec<&ServedDevice> {
@@ -820,9 +859,10 @@ fn run_level(
     std::fs::write(&report_file, &report)
         .map_err(|e| io(format!("{}: {e}", report_file.display())))?;
     mounted.unmount()?;
+    let zoned_names = zoned_targets(&server);
     let served = server.stop()?;
     outcome?;
-    let c = counters(&served);
+    let c = counters(&served, &zoned_names);
     Ok(results
         .into_iter()
         .filter(|b| LEVEL_BENCHMARKS.contains(&b.benchmark.as_str()))
@@ -1014,9 +1054,10 @@ fn run_tenants(
     let outcome = tenants_measure(opts, scale, profile, &t, (util, tenancy), work, label);
     mounted_a.unmount()?;
     mounted_b.unmount()?;
+    let zoned_names = zoned_targets(&server);
     let served = server.stop()?;
     let (mut points, report_file) = outcome?;
-    let c = counters(&served);
+    let c = counters(&served, &zoned_names);
     for p in &mut points {
         p.rep = rep;
         p.counters = c.clone();
@@ -1046,7 +1087,7 @@ fn tenants_measure(
         fio_write_files(&t.mnt_a, "cold", 8, cold_a)?;
         let cap_b = scale.zones_b as u64 * scale.zone_cap_lbas * 4096;
         let (written_b, _) = zones_of(&t.b)?;
-        let cold_b = ((cap_b as f64 * scale.high_fill) as u64).saturating_sub(written_b * 512);
+        let cold_b = ((cap_b as f64 * scale.high_fill_b) as u64).saturating_sub(written_b * 512);
         fio_write_files(&t.mnt_b, "cold", 8, cold_b)?;
     }
     fio_write_files(
@@ -1064,7 +1105,7 @@ fn tenants_measure(
         Tenancy::Shared => {
             let (peak_w, _) = peak_mib_s(profile);
             let rate = (util == Utilization::Low)
-                .then(|| (scale.low_a_bandwidth * peak_w * 1024.0 * opts.speed) as u64);
+                .then_some((scale.low_a_bandwidth * peak_w * 1024.0 * opts.speed) as u64);
             Some(spawn_tenant_a(&t.mnt_a, hot_mib, rate, &fio_out)?)
         }
         Tenancy::Alone => None,
@@ -1141,13 +1182,13 @@ fn opt(v: Option<f64>, digits: usize) -> String {
 /// The integration-level points as CSV.
 pub fn levels_csv(points: &[LevelPoint]) -> String {
     let mut s = String::from(
-        "level,rep,benchmark,ops_per_s,mb_per_s,p50_us,p99_us,p99_9_us,device_s,read_bytes,write_bytes,zone_resets,zone_appends,discard_bytes,ftl_waf,ftl_gc_relocated_bytes,ftl_gc_victims,fs_used_bytes,report\n",
+        "level,rep,benchmark,ops_per_s,mb_per_s,p50_us,p99_us,p99_9_us,device_s,read_bytes,write_bytes,zoned_write_bytes,zone_resets,zone_appends,discard_bytes,ftl_waf,ftl_gc_relocated_bytes,ftl_gc_victims,fs_used_bytes,report\n",
     );
     for p in points {
         let c = &p.counters;
         let _ = writeln!(
             s,
-            "{},{},{},{:.1},{},{},{},{},{:.3},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{:.1},{},{},{},{},{:.3},{},{},{},{},{},{},{},{},{},{},{}",
             p.level,
             p.rep,
             p.benchmark,
@@ -1159,6 +1200,7 @@ pub fn levels_csv(points: &[LevelPoint]) -> String {
             c.device_s,
             c.read_bytes,
             c.write_bytes,
+            c.zoned_write_bytes,
             c.zone_resets,
             c.zone_appends,
             c.discard_bytes,
@@ -1515,6 +1557,13 @@ pub fn figures_markdown(points: &StudyPoints) -> String {
             );
         }
     };
+    if !points.failures.is_empty() {
+        let _ = writeln!(s, "\nFailed runs (their points are missing):\n");
+        for f in &points.failures {
+            let first = f.lines().next().unwrap_or_default();
+            let _ = writeln!(s, "- {first}");
+        }
+    }
     table(
         &mut s,
         "Integration levels (db_bench, wall clock at the run's speed):",
@@ -1523,7 +1572,7 @@ pub fn figures_markdown(points: &StudyPoints) -> String {
     if !points.levels.is_empty() {
         let _ = writeln!(
             s,
-            "\nServed drives per run (mean over repetitions):\n\n| level | device s | read MiB | written MiB | zone resets | zone appends | FTL WAF | FTL GC MiB |\n|---|---|---|---|---|---|---|---|"
+            "\nServed drives per run (mean over repetitions):\n\n| level | device s | read MiB | written MiB | of which to zones | zone resets | zone appends | FTL WAF | FTL GC MiB |\n|---|---|---|---|---|---|---|---|---|"
         );
         for level in Level::ALL {
             // one entry per run (every benchmark of a run has its counters)
@@ -1544,11 +1593,12 @@ pub fn figures_markdown(points: &StudyPoints) -> String {
             let m = |f: &dyn Fn(&Counters) -> f64| mean(runs.iter().map(|c| f(c))).unwrap_or(0.0);
             let _ = writeln!(
                 s,
-                "| {} | {:.1} | {:.1} | {:.1} | {:.0} | {:.0} | {} | {} |",
+                "| {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.0} | {:.0} | {} | {} |",
                 level.name(),
                 m(&|c| c.device_s),
                 m(&|c| c.read_bytes as f64 / 1048576.0),
                 m(&|c| c.write_bytes as f64 / 1048576.0),
+                m(&|c| c.zoned_write_bytes as f64 / 1048576.0),
                 m(&|c| c.zone_resets as f64),
                 m(&|c| c.zone_appends as f64),
                 opt(mean(runs.iter().filter_map(|c| c.ftl_waf)), 3),
@@ -1639,6 +1689,7 @@ pub fn write_outputs(
         "findings": rows,
         "levels": level_aggregates(&points.levels),
         "tenants": tenant_aggregates(&points.tenants),
+        "failures": points.failures,
     });
     write(
         "summary.json",
@@ -1794,23 +1845,22 @@ mod tests {
         let full = opts(vec![Part::Tenants], false, 2);
         let f = plan(&full);
         assert_eq!(f.len(), 8);
-        // alone and shared alternate within each utilization
-        assert!(matches!(
-            f[1],
-            RunSpec::Tenants {
-                tenancy: Tenancy::Shared,
-                rep: 0,
-                ..
+        // repetition by repetition; alone and shared next to each other
+        let kind = |r: &RunSpec| match r {
+            RunSpec::Tenants { util, tenancy, rep } => (util.key(), tenancy.key(), *rep),
+            RunSpec::Level { .. } => ("level", "", 0),
+        };
+        assert_eq!(kind(&f[1]), ("low", "shared", 0));
+        assert_eq!(kind(&f[2]), ("high", "alone", 0));
+        assert_eq!(kind(&f[4]), ("low", "alone", 1));
+        let both = plan(&opts(vec![Part::Levels, Part::Tenants], false, 2));
+        assert_eq!(
+            both[7],
+            RunSpec::Level {
+                level: Level::A,
+                rep: 1
             }
-        ));
-        assert!(matches!(
-            f[2],
-            RunSpec::Tenants {
-                tenancy: Tenancy::Alone,
-                rep: 1,
-                ..
-            }
-        ));
+        );
         assert_eq!(run_count(&opts(vec![Part::Levels], false, 3)), 9);
         assert!(guest_budget_runs(&full) >= f.len());
         assert_eq!("tenants".parse::<Part>(), Ok(Part::Tenants));
@@ -1923,10 +1973,11 @@ mod tests {
                 "host_bytes_written": 1000, "flash_bytes_written": 1500,
                 "gc_relocated_bytes": 400, "gc_victims": 2, "erases": 3}}}]}}
         });
-        let c = counters(&stats);
+        let c = counters(&stats, &["zn540-cns nsid 2".to_string()]);
         assert_eq!(c.device_s, 2.5);
         assert_eq!(c.read_bytes, 4096);
         assert_eq!(c.write_bytes, 8192 + 12288);
+        assert_eq!(c.zoned_write_bytes, 12288);
         assert_eq!(c.zone_appends, 3);
         assert_eq!(c.zone_resets, 2);
         assert_eq!(c.discard_bytes, 1048576);
@@ -1935,7 +1986,7 @@ mod tests {
         assert_eq!(c.ftl_gc_victims, Some(2));
         let zoned_only = serde_json::json!({"virtual_ns": 1, "served": [],
             "devices": {"zn540-cns": {"controllers": [{"commands": {}, "ftl": {}}]}}});
-        assert_eq!(counters(&zoned_only).ftl_waf, None);
+        assert_eq!(counters(&zoned_only, &[]).ftl_waf, None);
     }
 
     fn level(l: &str, bench: &str, rep: u32, ops: f64) -> LevelPoint {
@@ -2002,6 +2053,7 @@ mod tests {
                 tenant("high", "alone", "overwrite", 100.0, 50.0),
                 tenant("high", "shared", "overwrite", 60.0, 100.0),
             ],
+            failures: vec!["level-d-rep1: db_bench failed\nmore".into()],
         }
     }
 
@@ -2053,6 +2105,7 @@ mod tests {
         let fig = figures_markdown(&sample());
         assert!(fig.contains("| a | fillseq | 2 | 200 (100–300) |"), "{fig}");
         assert!(fig.contains("high/shared rep 0"), "{fig}");
+        assert!(fig.contains("- level-d-rep1: db_bench failed\n"), "{fig}");
     }
 
     #[test]

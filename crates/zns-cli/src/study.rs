@@ -1,8 +1,8 @@
 //! `zns repro zns-study`: the ZNS integration study (zns-integration-study
 //! 2022 §3–§4; zns-apps `study`, docs/zns-study.md) — db_bench on the
 //! integration levels of its Fig. 1 and two tenants on one drive, at the
-//! study's low utilization and at Western Digital's > 80 % capacity and
-//! > 30 % bandwidth. Real F2FS, btrfs, fio and db_bench on drives served by
+//! study's low utilization and at Western Digital's advice (capacity above
+//! 80 %, bandwidth above 30 %). Real F2FS, btrfs, fio and db_bench on drives served by
 //! `zns serve`: here on a Linux host with ublk (root), else in the ublk
 //! guest (as `zns repro zraid --fig 9,10`, crates/zns-cli/src/apps.rs).
 
@@ -102,12 +102,17 @@ pub fn repro_study_cmd(a: ReproStudyArgs) -> Result<ExitCode, CliError> {
         Where::Guest => false,
         Where::Auto => can_serve_here(),
     };
-    let text = if here {
+    let (text, failures) = if here {
         run_here(&a, parts)?
     } else {
         run_in_guest(&a, parts)?
     };
     out!("{text}");
+    if failures > 0 {
+        return Err(CliError::Failed(format!(
+            "{failures} run(s) failed (listed in the summary; the others' points are written)"
+        )));
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -116,7 +121,7 @@ fn can_serve_here() -> bool {
     Path::new("/dev/ublk-control").exists() && unsafe { libc::geteuid() } == 0
 }
 
-fn run_here(a: &ReproStudyArgs, parts: Vec<Part>) -> Result<String, CliError> {
+fn run_here(a: &ReproStudyArgs, parts: Vec<Part>) -> Result<(String, usize), CliError> {
     let zns = std::env::current_exe()
         .map_err(|e| CliError::Io(format!("cannot find the zns binary: {e}")))?;
     let opts = StudyOptions {
@@ -138,12 +143,13 @@ fn run_here(a: &ReproStudyArgs, parts: Vec<Part>) -> Result<String, CliError> {
         }
     })
     .map_err(CliError::Io)?;
-    outputs(
+    let text = outputs(
         &points,
         &a.out,
         !a.no_plots,
         &format!("--speed {}", opts.speed),
-    )
+    )?;
+    Ok((text, points.failures.len()))
 }
 
 /// Writes the study's files; the summary and the file list.
@@ -162,7 +168,7 @@ fn outputs(points: &StudyPoints, dir: &Path, plots: bool, how: &str) -> Result<S
     Ok(text)
 }
 
-fn run_in_guest(a: &ReproStudyArgs, parts: Vec<Part>) -> Result<String, CliError> {
+fn run_in_guest(a: &ReproStudyArgs, parts: Vec<Part>) -> Result<(String, usize), CliError> {
     let out = guest_out_dir(&a.out)?;
     let speed = a.speed.unwrap_or(GUEST_SPEED);
     let part: Vec<&str> = parts
@@ -193,13 +199,20 @@ fn run_in_guest(a: &ReproStudyArgs, parts: Vec<Part>) -> Result<String, CliError
         // (read by scripts/serve-guest-test, which run_repro_in_guest starts)
         std::env::set_var("ZNSKIT_GUEST_MEM", FULL_GUEST_MEM);
     }
-    run_repro_in_guest(&args, &out, study::guest_budget_runs(&opts))?;
+    // (a run that failed fails the guest's part; the points of the others
+    // are written all the same)
+    let guest = run_repro_in_guest(&args, &out, study::guest_budget_runs(&opts));
+    let points = match (study::read_points(&out), guest) {
+        (Ok(p), _) => p,
+        (Err(_), Err(e)) => return Err(e),
+        (Err(e), Ok(())) => return Err(CliError::Io(e)),
+    };
     // the guest wrote the points; the figures are drawn here
-    let points = study::read_points(&out).map_err(CliError::Io)?;
-    outputs(
+    let text = outputs(
         &points,
         &out,
         !a.no_plots,
         &format!("in the ublk guest under TCG, --speed {speed}"),
-    )
+    )?;
+    Ok((text, points.failures.len()))
 }
