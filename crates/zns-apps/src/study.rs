@@ -559,17 +559,25 @@ pub fn tenant_profile(scale: &Scale) -> Result<Profile, String> {
         return Err("zn540-cns: expected a conventional and a zoned namespace".into());
     };
     conv.capacity_lbas = scale.meta_lbas;
-    let ns = |zones: u32| {
+    let ns = |zones: u32, unlimited: bool| {
         let mut z = zoned.clone();
         z.zone_count = zones;
         z.zone_size_lbas = scale.zone_lbas;
         z.zone_capacity_lbas = scale.zone_cap_lbas;
+        if unlimited {
+            // served as "no limit" (docs/serve.md): btrfs zoned in Linux
+            // 6.12 fails its transaction commits with EAGAIN (a metadata
+            // block group it cannot activate) under the ZN540's 14 active
+            // zones once the namespace is 85 % full
+            z.max_open_zones = zones;
+            z.max_active_zones = zones;
+        }
         NamespaceProfile::Zoned(z)
     };
     let mut p = base.clone();
     p.name = "zn540-two-tenants".into();
     p.description = format!(
-        "zn540-cns's controller and flash: a {} MiB conventional namespace (F2FS metadata) and two zoned namespaces of {} and {} zones of {} MiB ({} MiB capacity), tenants A and B, sharing the flash",
+        "zn540-cns's controller and flash: a {} MiB conventional namespace (F2FS metadata) and two zoned namespaces of {} and {} zones of {} MiB ({} MiB capacity), tenants A and B (no active-zone limit), sharing the flash",
         (scale.meta_lbas * 4096) >> 20,
         scale.zones_a,
         scale.zones_b,
@@ -578,8 +586,8 @@ pub fn tenant_profile(scale: &Scale) -> Result<Profile, String> {
     );
     p.namespaces = vec![
         NamespaceProfile::Conventional(conv),
-        ns(scale.zones_a),
-        ns(scale.zones_b),
+        ns(scale.zones_a, false),
+        ns(scale.zones_b, true),
     ];
     // (parsed again: the timing model takes the zone geometry from it)
     Profile::from_toml(&p.to_toml(), "zn540-two-tenants").map_err(|e| e.to_string())
@@ -1923,6 +1931,9 @@ mod tests {
                         assert_eq!(z.zone_size_lbas, s.zone_lbas);
                         assert_eq!(z.zone_capacity_lbas, s.zone_cap_lbas);
                         assert!(z.zone_size_lbas.is_power_of_two());
+                        // A keeps the ZN540's limits, B has none (btrfs)
+                        let limit = if ns == 1 { 14 } else { zones };
+                        assert_eq!(z.max_active_zones, limit);
                     }
                     other => panic!("{other:?}"),
                 }

@@ -34,8 +34,8 @@ study's findings beside ours), levels.png, tenants.png, runs/ (raw reports,
 the servers' --stats).
 
 Examples:
-  zns repro zns-study --quick              CI's smoke (guest: ~15 min)
-  zns repro zns-study --reps 3             the study (guest: hours)
+  zns repro zns-study --quick              CI's smoke (guest: ~5 min)
+  zns repro zns-study --reps 3             the study (guest: ~1 h)
   sudo zns repro zns-study --where here    on a host with ublk";
 
 #[derive(Args)]
