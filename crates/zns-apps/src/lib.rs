@@ -68,7 +68,9 @@ pub fn run(program: &str, args: &[&str], env: &[(&str, &str)]) -> Result<String,
         return Err(AppError::Failed {
             program: format!("{program} {}", args.join(" ")),
             status: out.status.to_string(),
-            output: tail(&format!("{stderr}{stdout}"), 2000),
+            // (stderr last: a long report on stdout must not push the
+            // error message out of the tail)
+            output: tail(&format!("{stdout}{stderr}"), 2000),
         });
     }
     Ok(stdout)
