@@ -17,7 +17,9 @@
 //! - `experiment`: one run — serve, F2FS, a workload, the counters;
 //! - `calibrate`: fio through a served device against `zns bench`, the
 //!   check that a speed factor leaves the device the bottleneck;
-//! - `zraid`: the ZRAID paper's Fig. 9, Fig. 10 and §6.4 statistics.
+//! - `zraid`: the ZRAID paper's Fig. 9, Fig. 10 and §6.4 statistics;
+//! - `study`: the ZNS integration study's integration levels and two
+//!   tenants (docs/zns-study.md).
 
 pub mod calibrate;
 pub mod dbbench;
@@ -26,6 +28,7 @@ pub mod experiment;
 pub mod fio;
 pub mod mount;
 pub mod served;
+pub mod study;
 pub mod zraid;
 
 /// Why an application step failed.
@@ -70,7 +73,9 @@ pub fn run(program: &str, args: &[&str], env: &[(&str, &str)]) -> Result<String,
         return Err(AppError::Failed {
             program: format!("{program} {}", args.join(" ")),
             status: out.status.to_string(),
-            output: tail(&format!("{stderr}{stdout}"), 2000),
+            // (stderr last: a long report on stdout must not push the
+            // error message out of the tail)
+            output: tail(&format!("{stdout}{stderr}"), 2000),
         });
     }
     Ok(stdout)

@@ -63,6 +63,8 @@ pub enum ReproCommand {
     Zncache(ReproArgs),
     /// ZRAID (zraid-asplos25): Fig. 7 (ZRAID vs RAIZN+ sequential writes), Fig. 8 (ablation at 8 KiB), flash WAF per variant, Fig. 11 (PM1731a); PNG + CSV.
     Zraid(crate::raid::ReproZraidArgs),
+    /// ZNS integration study (zns-integration-study-2022): db_bench on F2FS / F2FS zoned / btrfs zoned (integration levels), two tenants on one drive at low and > 80 % utilization; served drives, real applications.
+    ZnsStudy(crate::study::ReproStudyArgs),
 }
 
 /// The device and the cache's shape (shared by run and gen-workload).
@@ -442,6 +444,7 @@ pub fn repro_cmd(cmd: ReproCommand) -> Result<ExitCode, CliError> {
     let a = match cmd {
         ReproCommand::Zncache(a) => a,
         ReproCommand::Zraid(a) => return crate::raid::repro_zraid_cmd(a),
+        ReproCommand::ZnsStudy(a) => return crate::study::repro_study_cmd(a),
     };
     if let Some(dir) = &a.out {
         crate::writable_dir(dir, "--out")?;

@@ -39,6 +39,7 @@ mod output;
 mod progress;
 mod raid;
 mod serve;
+mod study;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -66,6 +67,7 @@ Examples:
   zns cache run --device zn540 --zones 8   ZNCache over the emulated ZN540 (see zns cache run --help)
   zns repro zncache --exp b,d              the ZNCache paper's experiments, scaled
   zns repro zraid --fig 7,8 --quick        the ZRAID paper's figures (5 x ZN540 arrays)
+  zns repro zns-study --quick              the ZNS integration study (served drives, F2FS, db_bench)
   zns export-zones dev.img --libzbd-dump dev_zone_info.dump
                                            its zones for Debian's `zbd report FILE`
   sudo zns serve zn540 --zones 64          the emulated ZN540 as /dev/ublkbN (ublk, Linux >= 6.6)
@@ -105,7 +107,7 @@ enum Command {
     /// ZNCache, the ZNS-aware flash chunk cache: run it over an emulated device, generate workload files.
     #[command(subcommand)]
     Cache(cache::CacheCommand),
-    /// Reproduce a paper's experiments (zncache, zraid).
+    /// Reproduce a paper's experiments (zncache, zraid, zns-study).
     #[command(subcommand)]
     Repro(cache::ReproCommand),
     /// ZRAID, RAID-5 over emulated ZNS devices with partial parity in the ZRWA: crash tests.
@@ -506,6 +508,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Bench { args } => bench::bench(args),
         Command::Fidelity(args) => fidelity::fidelity(args),
         Command::Cache(cmd) => cache::cache(cmd),
+        Command::Repro(cache::ReproCommand::ZnsStudy(a)) => study::repro_study_cmd(a),
         Command::Repro(cmd) => cache::repro_cmd(cmd),
         Command::Raid(cmd) => raid::raid(cmd),
         Command::ExportZones(args) => export::export_zones(args),
