@@ -34,8 +34,8 @@ study's findings beside ours), levels.png, tenants.png, runs/ (raw reports,
 the servers' --stats).
 
 Examples:
-  zns repro zns-study --quick              CI's smoke (guest: ~5 min)
-  zns repro zns-study --reps 3             the study (guest: ~1 h)
+  zns repro zns-study --quick              CI's smoke (guest: ~4 min)
+  zns repro zns-study --reps 3             the study (guest: ~35 min)
   sudo zns repro zns-study --where here    on a host with ublk";
 
 #[derive(Args)]
