@@ -21,10 +21,6 @@
 //! - `study`: the ZNS integration study's integration levels and two
 //!   tenants (docs/zns-study.md).
 
-// OS-facing (clippy.toml's determinism guardrails do not apply here): it
-// runs real programs in real time and times their measurement windows
-#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
-
 pub mod calibrate;
 pub mod dbbench;
 pub mod dbcheck;

@@ -22,7 +22,6 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -416,7 +415,8 @@ pub struct Capacity {
 /// The drive's bandwidth over a measured window.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Bandwidth {
-    /// Wall-clock seconds, and device seconds (× the speed factor).
+    /// The seconds db_bench reports its benchmarks took (wall clock), and
+    /// device seconds (× the speed factor).
     pub window_s: f64,
     pub device_window_s: f64,
     /// Bytes the block layer moved on the drive's three devices
@@ -451,7 +451,7 @@ pub struct TenantPoint {
     pub bandwidth: Bandwidth,
     /// Tenant A's overwrites meanwhile (shared runs).
     pub tenant_a: Option<FioResult>,
-    /// Wall seconds the fills took.
+    /// Seconds the fills took, as fio reports them.
     pub fill_s: f64,
     pub counters: Counters,
     pub report_file: PathBuf,
@@ -714,7 +714,6 @@ pub fn run(opts: &StudyOptions, progress: &mut dyn FnMut(&str)) -> Result<StudyP
     };
     for (i, spec) in runs.into_iter().enumerate() {
         let label = spec.label();
-        let t0 = Instant::now();
         match spec {
             RunSpec::Level { level, rep } => {
                 progress(&format!(
@@ -763,7 +762,6 @@ pub fn run(opts: &StudyOptions, progress: &mut dyn FnMut(&str)) -> Result<StudyP
                 }
             }
         }
-        progress(&format!("  {label}: {:.0} s", t0.elapsed().as_secs_f64()));
         // (what has run so far, for a run cut short; the caller writes the
         // whole set at the end)
         if let Ok(text) = serde_json::to_string_pretty(&points) {
@@ -893,9 +891,11 @@ fn run_level(
 
 /// A fio run that writes `bytes` into `nrfiles` files named
 /// `NAME.N` in `dir`, sequentially (a fill, or a hot set's layout).
-fn fio_write_files(dir: &Path, name: &str, nrfiles: u32, bytes: u64) -> Result<(), AppError> {
+/// Writes `nrfiles` files of `bytes` in all into `dir` with fio; the seconds
+/// fio reports the job ran.
+fn fio_write_files(dir: &Path, name: &str, nrfiles: u32, bytes: u64) -> Result<f64, AppError> {
     let mib = (bytes >> 20).max(nrfiles as u64);
-    crate::run(
+    let out = crate::run(
         "fio",
         &[
             &format!("--name={name}"),
@@ -910,10 +910,18 @@ fn fio_write_files(dir: &Path, name: &str, nrfiles: u32, bytes: u64) -> Result<(
             "--iodepth=8",
             "--end_fsync=1",
             "--eta=never",
+            "--output-format=json",
         ],
         &[],
     )?;
-    Ok(())
+    let start = out.find('{').unwrap_or(0);
+    let doc: serde_json::Value =
+        serde_json::from_str(&out[start..]).map_err(|e| AppError::Report {
+            program: "fio".into(),
+            what: format!("its JSON report: {e}"),
+        })?;
+    let runtime_ms = doc["jobs"][0]["job_runtime"].as_f64().unwrap_or(0.0);
+    Ok(runtime_ms / 1000.0)
 }
 
 /// Tenant A's hot set: four files of this many MiB each.
@@ -1086,30 +1094,29 @@ fn tenants_measure(
     work: &Path,
     label: &str,
 ) -> Result<(Vec<TenantPoint>, PathBuf), AppError> {
-    let fill_start = Instant::now();
+    // the fills' duration as fio reports it (no clock read here)
+    let mut fill_s = 0.0;
     let offered_a = t.fresh_a.1;
     let hot = (offered_a as f64 * scale.hot_fraction) as u64;
     let hot_mib = (hot >> 20) / HOT_FILES as u64;
     if util == Utilization::High {
         // cold files to the fill target, less the hot set laid out below
         let cold_a = (offered_a as f64 * scale.high_fill) as u64 - hot;
-        fio_write_files(&t.mnt_a, "cold", 8, cold_a)?;
+        fill_s += fio_write_files(&t.mnt_a, "cold", 8, cold_a)?;
         let cap_b = scale.zones_b as u64 * scale.zone_cap_lbas * 4096;
         let (written_b, _) = zones_of(&t.b)?;
         let cold_b = ((cap_b as f64 * scale.high_fill_b) as u64).saturating_sub(written_b * 512);
-        fio_write_files(&t.mnt_b, "cold", 8, cold_b)?;
+        fill_s += fio_write_files(&t.mnt_b, "cold", 8, cold_b)?;
     }
-    fio_write_files(
+    fill_s += fio_write_files(
         &t.mnt_a,
         "hot",
         HOT_FILES,
         hot_mib * HOT_FILES as u64 * 1048576,
     )?;
-    let fill_s = fill_start.elapsed().as_secs_f64();
     let capacity_start = t.capacity()?;
     let fio_out = work.join(format!("{label}.tenant-a.json"));
     let before = t.sectors()?;
-    let t0 = Instant::now();
     let tenant_a = match tenancy {
         Tenancy::Shared => {
             let (peak_w, _) = peak_mib_s(profile);
@@ -1122,13 +1129,14 @@ fn tenants_measure(
     let db = t.mnt_b.join("rocksdb").to_string_lossy().into_owned();
     let args = tenant_b_args(scale, &db);
     let b = run_db_bench(&args);
-    let window_s = t0.elapsed().as_secs_f64();
     let after = t.sectors()?;
     let tenant_a = match tenant_a {
         Some(child) => Some(stop_tenant_a(child, &fio_out)?),
         None => None,
     };
     let (results, out) = b?;
+    // the window is what db_bench reports its benchmarks took (wall clock)
+    let window_s: f64 = results.iter().filter_map(|r| r.seconds).sum();
     let report_file = work.join(format!("{label}.report"));
     std::fs::write(
         &report_file,

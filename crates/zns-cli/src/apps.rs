@@ -104,12 +104,7 @@ fn run_here(a: &AppFigArgs) -> Result<String, CliError> {
         out_dir: a.out.clone(),
         zns,
     };
-    let show = a.show_progress;
-    let mut progress = |line: &str| {
-        if show {
-            eprintln!("{line}");
-        }
-    };
+    let mut progress = crate::progress::lines(a.show_progress);
     std::fs::create_dir_all(&a.out)
         .map_err(|e| CliError::Io(format!("--out {}: {e}", a.out.display())))?;
     let cal = zraid::calibrate_speed(&opts, &mut progress).map_err(CliError::Io)?;

@@ -43,6 +43,21 @@ impl Eta {
     }
 }
 
+/// Progress lines for a run of long steps (`zns repro`'s application
+/// runs): each line on stderr with the host time since the first, or
+/// nothing when `show` is false. The libraries report the steps; the host
+/// clock stays here, in the OS-facing CLI.
+pub fn lines(show: bool) -> impl FnMut(&str) {
+    // (the first line starts the clock)
+    let mut start: Option<std::time::Instant> = None;
+    move |line: &str| {
+        if show {
+            let t0 = *start.get_or_insert_with(std::time::Instant::now);
+            eprintln!("[{:>5.0} s] {line}", t0.elapsed().as_secs_f64());
+        }
+    }
+}
+
 /// A progress bar of `len` steps drawn with `template` (indicatif's), or
 /// None when `eta` hides progress.
 pub fn bar(eta: Eta, len: u64, template: &str) -> Option<ProgressBar> {

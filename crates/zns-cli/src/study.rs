@@ -132,17 +132,9 @@ fn run_here(a: &ReproStudyArgs, parts: Vec<Part>) -> Result<(String, usize), Cli
         out_dir: a.out.clone(),
         zns,
     };
-    let show = a.eta == "always"
-        || (a.eta == "auto" && {
-            use std::io::IsTerminal;
-            std::io::stderr().is_terminal()
-        });
-    let points = study::run(&opts, &mut |line| {
-        if show {
-            eprintln!("{line}");
-        }
-    })
-    .map_err(CliError::Io)?;
+    let eta: crate::progress::Eta = a.eta.parse().map_err(CliError::Usage)?;
+    let points =
+        study::run(&opts, &mut crate::progress::lines(eta.shown())).map_err(CliError::Io)?;
     let text = outputs(
         &points,
         &a.out,
