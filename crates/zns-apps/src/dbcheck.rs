@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::dbbench::{run_db_bench, BenchResult};
 use crate::mount::FileSystem;
+use crate::outfiles;
 use crate::served::Server;
 
 /// How the check runs.
@@ -212,22 +213,13 @@ fn write_rows(dir: &Path, rows: &[DbCheckRow]) -> Result<(), String> {
             r.ratio.map(|v| format!("{v:.4}")).unwrap_or_default()
         );
     }
-    let write = |name: &str, text: String| {
-        let p = dir.join(name);
-        std::fs::write(&p, text).map_err(|e| format!("{}: {e}", p.display()))
-    };
-    write("dbcheck.csv", csv)?;
-    write(
-        "dbcheck.json",
-        serde_json::to_string_pretty(rows).map_err(|e| e.to_string())?,
-    )
+    outfiles::write(dir, "dbcheck.csv", csv)?;
+    outfiles::write_json(dir, "dbcheck.json", rows).map(|_| ())
 }
 
 /// The rows a run wrote to `dir/dbcheck.json`.
 pub fn read_rows(dir: &Path) -> Result<Vec<DbCheckRow>, String> {
-    let p = dir.join("dbcheck.json");
-    let text = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
-    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", p.display()))
+    outfiles::read_json(dir, "dbcheck.json")
 }
 
 /// The check as a Markdown table.

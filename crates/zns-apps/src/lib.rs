@@ -15,6 +15,7 @@
 //! - `dbcheck`: the method check against the drive's measured db_bench;
 //! - `fio`: fio runs (job files with variables) and their JSON report;
 //! - `experiment`: one run — serve, F2FS, a workload, the counters;
+//! - `outfiles`: an experiment's output files and the repetitions' spread;
 //! - `calibrate`: fio through a served device against `zns bench`, the
 //!   check that a speed factor leaves the device the bottleneck;
 //! - `zraid`: the ZRAID paper's Fig. 9, Fig. 10 and §6.4 statistics;
@@ -27,6 +28,7 @@ pub mod dbcheck;
 pub mod experiment;
 pub mod fio;
 pub mod mount;
+pub mod outfiles;
 pub mod served;
 pub mod study;
 pub mod zraid;

@@ -30,6 +30,7 @@ use zns_device::{NamespaceProfile, Profile};
 use crate::dbbench::{run_db_bench, BenchResult};
 use crate::fio::FioResult;
 use crate::mount::{FileSystem, Mounted};
+use crate::outfiles::{self, spread};
 use crate::served::{ServedDevice, Server};
 use crate::AppError;
 
@@ -1187,9 +1188,7 @@ fn tenants_measure(
 
 /// The points a run wrote to `dir/points.json`.
 pub fn read_points(dir: &Path) -> Result<StudyPoints, String> {
-    let path = dir.join("points.json");
-    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+    outfiles::read_json(dir, "points.json")
 }
 
 fn opt(v: Option<f64>, digits: usize) -> String {
@@ -1271,17 +1270,6 @@ pub fn tenants_csv(points: &[TenantPoint]) -> String {
         );
     }
     s
-}
-
-/// Mean, min and max.
-fn spread(values: &[f64]) -> Option<(f64, f64, f64)> {
-    if values.is_empty() {
-        return None;
-    }
-    let mean = values.iter().sum::<f64>() / values.len() as f64;
-    let min = values.iter().copied().fold(f64::INFINITY, f64::min);
-    let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    Some((mean, min, max))
 }
 
 fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {
@@ -1703,16 +1691,11 @@ pub fn write_outputs(
 ) -> Result<Vec<PathBuf>, String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let mut files = Vec::new();
+    files.push(outfiles::write_json(dir, "points.json", points)?);
     let mut write = |name: &str, text: String| -> Result<(), String> {
-        let path = dir.join(name);
-        std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
-        files.push(path);
+        files.push(outfiles::write(dir, name, text)?);
         Ok(())
     };
-    write(
-        "points.json",
-        serde_json::to_string_pretty(points).map_err(|e| e.to_string())?,
-    )?;
     write("levels.csv", levels_csv(&points.levels))?;
     write("tenants.csv", tenants_csv(&points.tenants))?;
     let rows = summary(points);

@@ -17,6 +17,7 @@ use zns_raid::RaidStats;
 
 use crate::calibrate::{calibrate, Calibration};
 use crate::experiment::{run_on_f2fs, RunEnv, RunResult, Workload};
+use crate::outfiles::{self, spread};
 
 /// The figures this module reproduces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -333,23 +334,14 @@ pub fn calibrate_speed(
             c.job, c.target, c.speed, c.served_mib_per_s, c.bench_mib_per_s, c.ratio
         );
     }
-    let write = |name: &str, text: String| {
-        let path = opts.out_dir.join(name);
-        std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))
-    };
-    write("calibration.csv", csv)?;
-    write(
-        "calibration.json",
-        serde_json::to_string_pretty(&cal).map_err(|e| e.to_string())?,
-    )?;
+    outfiles::write(&opts.out_dir, "calibration.csv", csv)?;
+    outfiles::write_json(&opts.out_dir, "calibration.json", &cal)?;
     Ok(cal)
 }
 
 /// The speed check a run wrote to `dir/calibration.json`.
 pub fn read_calibration(dir: &std::path::Path) -> Result<Vec<Calibration>, String> {
-    let path = dir.join("calibration.json");
-    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+    outfiles::read_json(dir, "calibration.json")
 }
 
 /// The speed check as a Markdown table.
@@ -457,9 +449,7 @@ fn point(
 
 /// The points a run wrote to `dir/points.json`.
 pub fn read_points(dir: &std::path::Path) -> Result<Vec<AppPoint>, String> {
-    let path = dir.join("points.json");
-    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+    outfiles::read_json(dir, "points.json")
 }
 
 /// The points as CSV (one row per run, the array's counters included).
@@ -492,17 +482,6 @@ pub fn points_csv(points: &[AppPoint]) -> String {
         );
     }
     s
-}
-
-/// Mean, min and max of `values`.
-fn spread(values: &[f64]) -> Option<(f64, f64, f64)> {
-    if values.is_empty() {
-        return None;
-    }
-    let mean = values.iter().sum::<f64>() / values.len() as f64;
-    let min = values.iter().copied().fold(f64::INFINITY, f64::min);
-    let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    Some((mean, min, max))
 }
 
 /// One workload's throughput per variant, normalized to RAIZN+.
@@ -785,16 +764,11 @@ pub fn write_outputs(
 ) -> Result<Vec<PathBuf>, String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let mut files = Vec::new();
+    files.push(outfiles::write_json(dir, "points.json", points)?);
     let mut write = |name: &str, text: String| -> Result<(), String> {
-        let path = dir.join(name);
-        std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
-        files.push(path);
+        files.push(outfiles::write(dir, name, text)?);
         Ok(())
     };
-    write(
-        "points.json",
-        serde_json::to_string_pretty(points).map_err(|e| e.to_string())?,
-    )?;
     write("points.csv", points_csv(points))?;
     let n = normalize(points);
     let mut csv = String::from("fig,workload,variant,reps,mean_ops_per_s,normalized,normalized_min,normalized_max,mean_flash_waf\n");

@@ -71,7 +71,8 @@ pub struct AppFigArgs {
 /// applications (docs/apps.md, "Measuring in a slow guest").
 pub const GUEST_SPEED: f64 = 0.01;
 
-fn can_serve_here() -> bool {
+/// Whether this host can serve ublk devices itself (`--where auto`).
+pub fn can_serve_here() -> bool {
     // SAFETY: geteuid has no preconditions.
     Path::new("/dev/ublk-control").exists() && unsafe { libc::geteuid() } == 0
 }

@@ -100,7 +100,7 @@ pub fn repro_study_cmd(a: ReproStudyArgs) -> Result<ExitCode, CliError> {
     let here = match a.place {
         Where::Here => true,
         Where::Guest => false,
-        Where::Auto => can_serve_here(),
+        Where::Auto => crate::apps::can_serve_here(),
     };
     let (text, failures) = if here {
         run_here(&a, parts)?
@@ -114,11 +114,6 @@ pub fn repro_study_cmd(a: ReproStudyArgs) -> Result<ExitCode, CliError> {
         )));
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn can_serve_here() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    Path::new("/dev/ublk-control").exists() && unsafe { libc::geteuid() } == 0
 }
 
 fn run_here(a: &ReproStudyArgs, parts: Vec<Part>) -> Result<(String, usize), CliError> {

@@ -70,8 +70,8 @@ pub struct HostedDevice {
 thread_local! {
     /// The devices of the host whose runtime runs on this thread.
     static SERVED: RefCell<Vec<Target>> = const { RefCell::new(Vec::new()) };
-    /// The requests each of them completed.
-    static COUNTS: RefCell<Vec<RequestCounts>> = const { RefCell::new(Vec::new()) };
+    /// The requests each of them completed, and its logical block size.
+    static COUNTS: RefCell<Vec<(RequestCounts, u64)>> = const { RefCell::new(Vec::new()) };
 }
 
 /// The running runtime thread. Dropping it stops the runtime and closes the
@@ -177,10 +177,9 @@ impl Link {
             };
             drop(h.spawn(async move {
                 let result = execute(&dev, req, &payload).await;
-                let lba_bytes = dev.geometry().lba_bytes;
                 COUNTS.with(|c| {
-                    if let Some(c) = c.borrow_mut().get_mut(index) {
-                        c.count(&req, lba_bytes, result.is_ok());
+                    if let Some((c, lba_bytes)) = c.borrow_mut().get_mut(index) {
+                        c.count(&req, *lba_bytes, result.is_ok());
                     }
                 });
                 done.complete(result);
@@ -263,7 +262,12 @@ fn run<F>(
         }
         served.push(dev);
     }
-    COUNTS.with(|c| *c.borrow_mut() = vec![RequestCounts::default(); served.len()]);
+    COUNTS.with(|c| {
+        *c.borrow_mut() = devices
+            .iter()
+            .map(|d| (RequestCounts::default(), d.geometry.lba_bytes))
+            .collect()
+    });
     SERVED.with(|s| *s.borrow_mut() = served);
     let names: Vec<String> = devices.iter().map(|d| d.name.clone()).collect();
     if started.send(Ok((rt.remote(), devices))).is_err() {
@@ -283,7 +287,7 @@ fn run<F>(
         served: names
             .into_iter()
             .zip(counts)
-            .map(|(name, requests)| ServedStats { name, requests })
+            .map(|(name, (requests, _))| ServedStats { name, requests })
             .collect(),
         devices,
     });
