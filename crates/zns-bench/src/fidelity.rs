@@ -559,6 +559,45 @@ pub struct SeriesDef {
     pub points: Vec<(f64, String)>,
     pub metric: Metric,
     pub data: Option<DataRef>,
+    /// How far the series may be from its measured points (the curve's
+    /// `tolerance` unless the series sets its own).
+    pub tolerance: Option<CurveTolerance>,
+}
+
+/// A curve's tolerance: the mean of |emulated − measured| / |measured| over
+/// the compared points, and optionally the largest single one.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct CurveTolerance {
+    pub mean: f64,
+    pub max: Option<f64>,
+}
+
+impl CurveTolerance {
+    fn from_toml(v: &toml::Value) -> Result<CurveTolerance, String> {
+        let t = v
+            .as_table()
+            .ok_or("tolerance must be a table: { mean = 0.10, max = 0.25 }")?;
+        for k in t.keys() {
+            if k != "mean" && k != "max" {
+                return Err(format!("tolerance: unknown key `{k}` (mean, max)"));
+            }
+        }
+        let frac = |k: &str| -> Result<Option<f64>, String> {
+            match t.get(k) {
+                None => Ok(None),
+                Some(v) => match num(v) {
+                    Some(f) if f > 0.0 && f.is_finite() => Ok(Some(f)),
+                    _ => Err(format!(
+                        "tolerance.{k} must be a positive fraction (0.10 = 10 %)"
+                    )),
+                },
+            }
+        };
+        Ok(CurveTolerance {
+            mean: frac("mean")?.ok_or("tolerance needs mean = <fraction>")?,
+            max: frac("max")?,
+        })
+    }
 }
 
 /// A figure: several series against one x axis.
@@ -765,6 +804,11 @@ pub fn parse_suite_toml(
         let s = |k: &str| c.get(k).and_then(toml::Value::as_str).map(str::to_string);
         let b = |k: &str| c.get(k).and_then(toml::Value::as_bool).unwrap_or(false);
         let curve_job = s("job");
+        let curve_tolerance = c
+            .get("tolerance")
+            .map(CurveTolerance::from_toml)
+            .transpose()
+            .map_err(|m| def(&what, m))?;
         let mut series = Vec::new();
         let sarr = c
             .get("series")
@@ -843,12 +887,23 @@ pub fn parse_suite_toml(
                     })
                 }
             };
+            let tolerance = match se.get("tolerance") {
+                Some(v) => Some(CurveTolerance::from_toml(v).map_err(|m| def(&swhat, m))?),
+                None => curve_tolerance,
+            };
+            if data.is_some() && tolerance.is_none() {
+                return Err(def(
+                    &swhat,
+                    "has measured data but no tolerance: set tolerance = { mean = …, max = … } on the curve or the series".into(),
+                ));
+            }
             series.push(SeriesDef {
                 label,
                 job,
                 points: xs.into_iter().zip(names).collect(),
                 metric,
                 data,
+                tolerance,
             });
         }
         curves.push(CurveDef {
@@ -1006,6 +1061,11 @@ pub struct SeriesResult {
     /// Largest |emulated − measured| / |measured| and where.
     pub max_abs_rel_error: Option<f64>,
     pub max_error_at_x: Option<f64>,
+    pub tolerance: Option<CurveTolerance>,
+    /// Pass when the errors are within the tolerance, Fail when not, Error
+    /// when a point could not be measured, Pending when there is no
+    /// measured data to compare with.
+    pub status: Status,
     pub errors: Vec<String>,
 }
 
@@ -1050,6 +1110,11 @@ pub struct FidelityReport {
     pub failed: usize,
     pub pending: usize,
     pub errors: usize,
+    /// Curve series within their tolerance, beyond it, and that could not
+    /// be compared (a point not measured, or no point to compare).
+    pub curves_passed: usize,
+    pub curves_failed: usize,
+    pub curves_errors: usize,
 }
 
 fn id_matches(filter: &Option<String>, id: &str) -> bool {
@@ -1155,6 +1220,7 @@ fn series_result(
     label: &str,
     emu: Vec<(f64, Option<f64>)>,
     data: &[(f64, f64)],
+    tolerance: Option<CurveTolerance>,
     errors: Vec<String>,
 ) -> SeriesResult {
     let mut points: Vec<CurvePoint> = emu
@@ -1184,16 +1250,32 @@ fn series_result(
         }
     }
     let max = errs.iter().copied().max_by(|a, b| a.1.total_cmp(&b.1));
+    let mean = if errs.is_empty() {
+        None
+    } else {
+        Some(errs.iter().map(|e| e.1).sum::<f64>() / errs.len() as f64)
+    };
+    let status = match (tolerance, mean, max) {
+        _ if !errors.is_empty() => Status::Error,
+        (Some(t), Some(mean), Some((_, max))) => {
+            if mean <= t.mean && t.max.is_none_or(|limit| max <= limit) {
+                Status::Pass
+            } else {
+                Status::Fail
+            }
+        }
+        // Measured data promised but no point compared: an error, not a pass.
+        (Some(_), _, _) => Status::Error,
+        (None, _, _) => Status::Pending,
+    };
     SeriesResult {
         label: label.to_string(),
         compared: errs.len(),
-        mean_abs_rel_error: if errs.is_empty() {
-            None
-        } else {
-            Some(errs.iter().map(|e| e.1).sum::<f64>() / errs.len() as f64)
-        },
+        mean_abs_rel_error: mean,
         max_abs_rel_error: max.map(|m| m.1),
         max_error_at_x: max.map(|m| m.0),
+        tolerance,
+        status,
         points,
         errors,
     }
@@ -1361,7 +1443,7 @@ pub fn run_fidelity(
                     }
                 },
             };
-            series.push(series_result(&s.label, emu, &data, errors));
+            series.push(series_result(&s.label, emu, &data, s.tolerance, errors));
         }
         curve_results.push(CurveResult {
             id: c.id.clone(),
@@ -1404,7 +1486,22 @@ pub fn run_fidelity(
         }
     }
     let count = |s: Status| results.iter().filter(|r| r.status == s).count();
+    let count_series = |s: Status| {
+        curve_results
+            .iter()
+            .flat_map(|c| &c.series)
+            .filter(|se| se.status == s)
+            .count()
+    };
+    let (curves_passed, curves_failed, curves_errors) = (
+        count_series(Status::Pass),
+        count_series(Status::Fail),
+        count_series(Status::Error),
+    );
     Ok(FidelityReport {
+        curves_passed,
+        curves_failed,
+        curves_errors,
         seed: opts.seed,
         passed: count(Status::Pass),
         failed: count(Status::Fail),
@@ -1436,9 +1533,10 @@ fn pct(v: f64) -> String {
 }
 
 impl FidelityReport {
-    /// True when no target failed or errored (pending ones are allowed).
+    /// True when no target and no curve series failed or errored (pending
+    /// ones are allowed).
     pub fn all_passed(&self) -> bool {
-        self.failed == 0 && self.errors == 0
+        self.failed == 0 && self.errors == 0 && self.curves_failed == 0 && self.curves_errors == 0
     }
 
     /// Readable tables: targets, then curve errors.
@@ -1491,18 +1589,18 @@ impl FidelityReport {
         if !self.curves.is_empty() {
             let _ = writeln!(
                 s,
-                "\nCurves (error of the emulated curve against the ZN540's measured points):"
+                "\nCurves (error of the emulated curve against the drive's measured points):"
             );
             let _ = writeln!(
                 s,
-                "{:<34}  {:<34}  {:>6}  {:>9}  {:>9}",
-                "curve", "series", "points", "mean|err|", "max|err|"
+                "{:<34}  {:<34}  {:>6}  {:>9}  {:>13}  {:>11}  status",
+                "curve", "series", "points", "mean|err|", "max|err|", "tolerance"
             );
             for c in &self.curves {
                 for se in &c.series {
                     let _ = write!(
                         s,
-                        "{:<34}  {:<34}  {:>6}  {:>9}  {:>9}",
+                        "{:<34}  {:<34}  {:>6}  {:>9}  {:>13}  {:>11}  {}",
                         c.id,
                         se.label,
                         se.compared,
@@ -1513,6 +1611,16 @@ impl FidelityReport {
                             (Some(v), Some(x)) => format!("{:.1}% @{}", v * 100.0, fmt_x(x)),
                             _ => "-".into(),
                         },
+                        match se.tolerance {
+                            Some(CurveTolerance {
+                                mean,
+                                max: Some(max),
+                            }) => format!("{:.0}%/{:.0}%", mean * 100.0, max * 100.0),
+                            Some(CurveTolerance { mean, max: None }) =>
+                                format!("{:.0}%", mean * 100.0),
+                            None => "-".into(),
+                        },
+                        se.status.as_str(),
                     );
                     if !se.errors.is_empty() {
                         let _ = write!(s, "  ERROR: {}", se.errors.join("; "));
@@ -1523,6 +1631,14 @@ impl FidelityReport {
                     let _ = writeln!(s, "{:<34}  plot: {e}", c.id);
                 }
             }
+            let _ = writeln!(
+                s,
+                "\n{} passed, {} failed, {} errors ({} curve series; tolerance = mean/max |err|)",
+                self.curves_passed,
+                self.curves_failed,
+                self.curves_errors,
+                self.curves.iter().map(|c| c.series.len()).sum::<usize>()
+            );
         }
         let _ = writeln!(
             s,

@@ -266,4 +266,70 @@ fn whole_suite() {
     assert!(bad.is_empty(), "targets failed or in error: {bad:?}");
     assert_eq!((r.failed, r.errors), (0, 0));
     assert!(r.passed > 0, "no target was measured");
+    // so is a curve beyond its tolerance
+    assert_eq!(
+        (r.curves_failed, r.curves_errors),
+        (0, 0),
+        "curve series beyond their tolerance"
+    );
+}
+
+/// A curve is judged like a target: within its tolerance it passes, beyond
+/// it fails (and fails the report); measured data without a tolerance is a
+/// definition error.
+#[test]
+fn curves_are_judged_against_their_tolerance() {
+    let tmp = std::env::temp_dir().join(format!("zns-fidelity-curve-{}", std::process::id()));
+    let data = tmp.join("data").join("zn540");
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::copy(dir().join("qd1-reqsize.fio"), tmp.join("qd1-reqsize.fio")).unwrap();
+    let csv = "nvmeb_qd1_latency_vs_reqsize_lbaf_4k.csv";
+    std::fs::copy(dir().join("data").join("zn540").join(csv), data.join(csv)).unwrap();
+    std::fs::write(
+        tmp.join("fidelity-targets.toml"),
+        "[[target]]\nid = \"t.qd1\"\npaper = 11.36\nkind = \"value\"\ntolerance = 0.1\n",
+    )
+    .unwrap();
+    let suite = |tolerance: &str| {
+        format!(
+            "[[experiment]]\nid = \"t.qd1\"\njob = \"qd1-reqsize.fio\"\n\
+             metric = {{ job = \"w_spdk_4k\", path = \"write.lat_ns.mean\", scale = 0.001 }}\n\
+             [[curve]]\nid = \"c\"\njob = \"qd1-reqsize.fio\"\n{tolerance}\n\
+             [[curve.series]]\nlabel = \"write\"\nx = [4, 8]\njob_pattern = \"w_spdk_{{x}}k\"\n\
+             metric = {{ job = \"{{job}}\", path = \"write.lat_ns.mean\", scale = 0.001 }}\n\
+             data = {{ csv = \"{csv}\", x = \"request_kib\", y = \"spdk_write_lat_mean_us\" }}\n"
+        )
+    };
+    let opts = FidelityOptions {
+        experiments_dir: tmp.clone(),
+        ..FidelityOptions::default()
+    };
+    let run = |tolerance: &str| {
+        std::fs::write(tmp.join("fidelity.toml"), suite(tolerance)).unwrap();
+        run_fidelity(&opts, &mut |_, _, _| {})
+    };
+    let e = run("").unwrap_err();
+    assert!(e.to_string().contains("no tolerance"), "{e}");
+    let e = run("tolerance = { mean = -1 }").unwrap_err();
+    assert!(e.to_string().contains("positive fraction"), "{e}");
+
+    let loose = run("tolerance = { mean = 0.5, max = 0.9 }").unwrap();
+    let se = &loose.curves[0].series[0];
+    assert_eq!(se.compared, 2);
+    assert_eq!(se.status, Status::Pass, "{}", loose.to_text());
+    assert_eq!((loose.curves_passed, loose.curves_failed), (1, 0));
+    assert!(loose.all_passed());
+
+    // The emulated QD1 write latency is within 10 % of the drive's but not
+    // within 0.001 %: the same measurement fails a tighter tolerance.
+    let tight = run("tolerance = { mean = 0.00001 }").unwrap();
+    assert_eq!(tight.curves[0].series[0].status, Status::Fail);
+    assert_eq!((tight.curves_passed, tight.curves_failed), (0, 1));
+    assert!(!tight.all_passed());
+    assert!(
+        tight.to_text().contains("0 passed, 1 failed"),
+        "{}",
+        tight.to_text()
+    );
+    let _ = std::fs::remove_dir_all(&tmp);
 }
