@@ -1258,7 +1258,7 @@ fn series_result(
     let status = match (tolerance, mean, max) {
         _ if !errors.is_empty() => Status::Error,
         (Some(t), Some(mean), Some((_, max))) => {
-            if mean <= t.mean && t.max.is_none_or(|limit| max <= limit) {
+            if mean <= t.mean && !matches!(t.max, Some(limit) if max > limit) {
                 Status::Pass
             } else {
                 Status::Fail
