@@ -228,6 +228,8 @@ mod tests {
                 mean_abs_rel_error: None,
                 max_abs_rel_error: None,
                 max_error_at_x: None,
+                tolerance: None,
+                status: crate::fidelity::Status::Pending,
                 errors: Vec::new(),
             }],
             png: None,
