@@ -33,8 +33,14 @@ pub enum OptKind {
     Str,
     /// One of a fixed set of words.
     Enum(&'static [&'static str]),
-    /// Block size: bytes with k/m/g/t suffixes, a positive multiple of 512.
+    /// Block sizes per direction, `read[,write[,trim]]` as fio's `bs`: each
+    /// bytes with k/m/g/t suffixes, a positive multiple of 512; one value
+    /// applies to every direction, an empty side keeps the default.
     BlockSize,
+    /// fio's `bsrange`: `min-max` per direction (`1k-4k,2k-8k`).
+    BlockSizeRange,
+    /// fio's `bssplit`: `size/percent:size/percent…` per direction.
+    BlockSizeSplit,
     /// A size: bytes with suffixes, a percentage of the device (`50%`) or a
     /// number of zones (`8z`).
     Size,
@@ -66,7 +72,13 @@ impl OptKind {
             OptKind::Str => "a string".into(),
             OptKind::Enum(words) => format!("one of {}", words.join(", ")),
             OptKind::BlockSize => {
-                "a block size in bytes with optional k/m/g suffix (e.g. 4k, 128k; per-direction `r,w` and ranges are not supported)".into()
+                "block sizes `read[,write[,trim]]`, each bytes with optional k/m/g suffix, a multiple of 512 (e.g. 4k, 4k,64k)".into()
+            }
+            OptKind::BlockSizeRange => {
+                "block size ranges `min-max[,min-max[,min-max]]` for read, write, trim (e.g. 4k-64k)".into()
+            }
+            OptKind::BlockSizeSplit => {
+                "weighted block sizes `size/percent:size/percent…[,…]` for read, write, trim (e.g. 4k/10:64k/90; an empty percent shares what is left)".into()
             }
             OptKind::Size => {
                 "a size: bytes with optional k/m/g/t/p suffix, a percentage (50%) or zones (8z)"
@@ -161,7 +173,11 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("rwmixwrite", OptKind::Int { min: 0, max: 100 }, Some("50"),
         "Percentage of a mixed workload that is writes."),
     aliased(opt("bs", OptKind::BlockSize, Some("4k"),
-        "Block size of each I/O (multiple of 512 bytes)."), &["blocksize"]),
+        "Block size of each I/O (multiple of 512 bytes); `read,write` sizes apart as in fio (bs=4k,64k)."), &["blocksize"]),
+    aliased(opt("bsrange", OptKind::BlockSizeRange, None,
+        "Block sizes drawn from a range per I/O, `min-max` (per direction `r,w`): multiples of min when min is a power of two, as fio; overrides bs."), &["blocksize_range"]),
+    opt("bssplit", OptKind::BlockSizeSplit, None,
+        "Weighted block sizes per I/O, `size/percent:size/percent` (per direction `r,w`; an empty percent shares the rest equally, more than 100 % in all is an error); overrides bs and bsrange."),
     opt("iodepth", OptKind::Int { min: 1, max: 65535 }, Some("1"),
         "Number of I/Os kept in flight (async engines: libaio, io_uring; psync/sync/pvsync issue one at a time)."),
     opt("numjobs", OptKind::Int { min: 1, max: 4096 }, Some("1"),
@@ -352,6 +368,254 @@ pub enum Value {
     Rate(RateSpec),
     List(Vec<f64>),
     Fill(ZoneFill),
+    /// Block sizes per direction: read, write, trim (`None` = default).
+    Sizes([Option<BlockSizeDist>; 3]),
+}
+
+/// How a job picks each I/O's size in one direction (fio's `bs`,
+/// `bsrange` and `bssplit`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum BlockSizeDist {
+    Fixed(u64),
+    /// Uniform in `min..=max`, in steps of `min` when it is a power of two
+    /// (fio without `bs_unaligned`), else of 512 bytes.
+    Range {
+        min: u64,
+        max: u64,
+    },
+    /// (bytes, percent) sorted by size; the percents add up to 100 (what a
+    /// split leaves unassigned goes to its largest size, as in fio).
+    Split(Vec<(u64, f64)>),
+}
+
+impl BlockSizeDist {
+    pub fn min_bytes(&self) -> u64 {
+        match self {
+            BlockSizeDist::Fixed(b) => *b,
+            BlockSizeDist::Range { min, .. } => *min,
+            BlockSizeDist::Split(v) => v.iter().map(|e| e.0).min().unwrap_or(4096),
+        }
+    }
+
+    pub fn max_bytes(&self) -> u64 {
+        match self {
+            BlockSizeDist::Fixed(b) => *b,
+            BlockSizeDist::Range { max, .. } => *max,
+            BlockSizeDist::Split(v) => v.iter().map(|e| e.0).max().unwrap_or(4096),
+        }
+    }
+
+    /// Step of a range's sizes.
+    pub fn range_step_bytes(min: u64) -> u64 {
+        if min.is_power_of_two() {
+            min
+        } else {
+            512
+        }
+    }
+
+    /// Every size this distribution can give (a range: its smallest and
+    /// largest, plus the step that separates them), for checks against a
+    /// device's block size and transfer limit.
+    pub fn sizes_to_check(&self) -> Vec<u64> {
+        match self {
+            BlockSizeDist::Fixed(b) => vec![*b],
+            BlockSizeDist::Range { min, max } => {
+                let step = Self::range_step_bytes(*min);
+                let largest = max - (max - min) % step;
+                vec![*min, step, largest]
+            }
+            BlockSizeDist::Split(v) => v.iter().map(|e| e.0).collect(),
+        }
+    }
+
+    /// The next I/O's size. `uniform_below(n)` draws uniformly from `0..n`;
+    /// a fixed size draws nothing, so plain `bs` jobs keep their random
+    /// sequence.
+    pub fn pick(&self, mut uniform_below: impl FnMut(u64) -> u64) -> u64 {
+        match self {
+            BlockSizeDist::Fixed(b) => *b,
+            BlockSizeDist::Range { min, max } => {
+                let step = Self::range_step_bytes(*min);
+                min + uniform_below((max - min) / step + 1) * step
+            }
+            BlockSizeDist::Split(v) => {
+                // percent in 1/10000ths, so 33.33 % splits stay exact enough
+                let draw = uniform_below(1_000_000) as f64 / 10_000.0;
+                let mut acc = 0.0;
+                for (bytes, pct) in v {
+                    acc += pct;
+                    if draw < acc {
+                        return *bytes;
+                    }
+                }
+                v.last().map_or(4096, |e| e.0)
+            }
+        }
+    }
+}
+
+/// The block size distributions of a job, per direction.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BlockSizes {
+    pub read: BlockSizeDist,
+    pub write: BlockSizeDist,
+    /// No trims are issued (`rw=trim` is not supported): kept for reports,
+    /// which print all three as fio does.
+    pub trim: BlockSizeDist,
+}
+
+impl BlockSizes {
+    pub fn for_dir(&self, is_read: bool) -> &BlockSizeDist {
+        if is_read {
+            &self.read
+        } else {
+            &self.write
+        }
+    }
+
+    /// The block sizes of `bs`, `bsrange` and `bssplit` option texts (fio's
+    /// precedence: bssplit over bsrange over bs, per direction): for
+    /// reports, which have the options as text.
+    pub fn from_option_texts(
+        bs: Option<&str>,
+        bsrange: Option<&str>,
+        bssplit: Option<&str>,
+    ) -> BlockSizes {
+        let parse =
+            |kind: OptKind, text: Option<&str>| match text.map(|t| parse_block_sizes(kind, t)) {
+                Some(Ok(v)) => v,
+                _ => [None, None, None],
+            };
+        combine_block_sizes(
+            &parse(OptKind::BlockSize, bs),
+            &parse(OptKind::BlockSizeRange, bsrange),
+            &parse(OptKind::BlockSizeSplit, bssplit),
+        )
+    }
+}
+
+/// Per direction: bssplit, else bsrange, else bs, else 4 KiB.
+fn combine_block_sizes(
+    bs: &[Option<BlockSizeDist>; 3],
+    range: &[Option<BlockSizeDist>; 3],
+    split: &[Option<BlockSizeDist>; 3],
+) -> BlockSizes {
+    let dir = |i: usize| {
+        split[i]
+            .clone()
+            .or_else(|| range[i].clone())
+            .or_else(|| bs[i].clone())
+            .unwrap_or(BlockSizeDist::Fixed(4096))
+    };
+    BlockSizes {
+        read: dir(0),
+        write: dir(1),
+        trim: dir(2),
+    }
+}
+
+fn checked_block_size(text: &str) -> Result<u64, Reject> {
+    let b = parse_bytes(text.trim()).map_err(|_| Reject::Bad)?;
+    if b == 0 || b % 512 != 0 {
+        return Err(Reject::Range(format!(
+            "block size {b} bytes is not a positive multiple of 512"
+        )));
+    }
+    Ok(b)
+}
+
+/// fio's per-direction lists: `r[,w[,t]]`; a single value applies to all
+/// three, a list's last value to the directions after it unless the list
+/// ends with a comma, an empty side keeps the default.
+fn parse_block_sizes(kind: OptKind, text: &str) -> Result<[Option<BlockSizeDist>; 3], Reject> {
+    let sides: Vec<&str> = text.split(',').collect();
+    if sides.len() > 3 {
+        return Err(Reject::Bad);
+    }
+    let one = |side: &str| -> Result<Option<BlockSizeDist>, Reject> {
+        let side = side.trim();
+        if side.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(match kind {
+            OptKind::BlockSizeRange => {
+                let (a, b) = side.split_once('-').ok_or(Reject::Bad)?;
+                let (min, max) = (checked_block_size(a)?, checked_block_size(b)?);
+                if min > max {
+                    return Err(Reject::Range(format!("range {side}: {min} > {max} bytes")));
+                }
+                if min == max {
+                    BlockSizeDist::Fixed(min)
+                } else {
+                    BlockSizeDist::Range { min, max }
+                }
+            }
+            OptKind::BlockSizeSplit => parse_split(side)?,
+            _ => BlockSizeDist::Fixed(checked_block_size(side)?),
+        }))
+    };
+    let mut out = [None, None, None];
+    for (i, side) in sides.iter().enumerate() {
+        out[i] = one(side)?;
+    }
+    // the last given value carries on to later directions, unless the text
+    // ended with a comma (that direction then keeps its default)
+    if sides.len() < 3 {
+        let last = out[sides.len() - 1].clone();
+        for slot in out.iter_mut().skip(sides.len()) {
+            *slot = last.clone();
+        }
+    }
+    Ok(out)
+}
+
+fn parse_split(text: &str) -> Result<BlockSizeDist, Reject> {
+    let mut given: Vec<(u64, Option<f64>)> = Vec::new();
+    for entry in text.split(':') {
+        let (size, pct) = match entry.split_once('/') {
+            Some((s, p)) => (s, Some(p.trim())),
+            None => (entry, None),
+        };
+        let bytes = checked_block_size(size)?;
+        let pct = match pct {
+            None | Some("") => None,
+            Some(p) => {
+                let x: f64 = p.parse().map_err(|_| Reject::Bad)?;
+                if !(x.is_finite() && (0.0..=100.0).contains(&x)) {
+                    return Err(Reject::Range(format!("percentage {x} is not in 0..=100")));
+                }
+                Some(x)
+            }
+        };
+        given.push((bytes, pct));
+    }
+    let assigned: f64 = given.iter().filter_map(|e| e.1).sum();
+    if assigned > 100.0 + 1e-9 {
+        return Err(Reject::Range(format!(
+            "the percentages add up to {assigned} (more than 100)"
+        )));
+    }
+    let open = given.iter().filter(|e| e.1.is_none()).count();
+    let share = if open > 0 {
+        (100.0 - assigned) / open as f64
+    } else {
+        0.0
+    };
+    let mut v: Vec<(u64, f64)> = given
+        .into_iter()
+        .map(|(b, p)| (b, p.unwrap_or(share)))
+        .collect();
+    v.sort_by_key(|e| e.0);
+    let total: f64 = v.iter().map(|e| e.1).sum();
+    if total <= 0.0 {
+        return Err(Reject::Range("every percentage is 0".into()));
+    }
+    if let Some(last) = v.last_mut() {
+        // what the split leaves unassigned goes to the largest size
+        last.1 += 100.0 - total;
+    }
+    Ok(BlockSizeDist::Split(v))
 }
 
 /// Occupancy of a zone (`zone_fill`): `percent`% of the zone capacity minus
@@ -472,18 +736,8 @@ fn parse_value(def: &OptionDef, raw: Option<&str>) -> Result<Value, Reject> {
             .map(|w| Value::Enum(w))
             .ok_or(Reject::Bad),
         OptKind::Bool => parse_bool(s).map(Value::Bool).ok_or(Reject::Bad),
-        OptKind::BlockSize => {
-            if s.contains(',') || s.contains('-') || s.contains(':') {
-                // per-direction and ranged block sizes are not supported yet
-                return Err(Reject::Bad);
-            }
-            let b = parse_bytes(s).map_err(|_| Reject::Bad)?;
-            if b == 0 || b % 512 != 0 {
-                return Err(Reject::Range(format!(
-                    "block size {b} bytes is not a positive multiple of 512"
-                )));
-            }
-            Ok(Value::Size(SizeSpec::Bytes(b)))
+        OptKind::BlockSize | OptKind::BlockSizeRange | OptKind::BlockSizeSplit => {
+            parse_block_sizes(def.kind, s).map(Value::Sizes)
         }
         OptKind::Size => {
             if let Some(p) = s.strip_suffix('%') {
@@ -748,7 +1002,11 @@ pub struct JobSpec {
     /// Read share of mixed workloads, 0..=100 (from rwmixread or
     /// 100 - rwmixwrite).
     pub rwmixread: u8,
+    /// The smallest I/O size of the directions the job does: random offsets
+    /// are multiples of it (fio's `blockalign` default).
     pub bs: u64,
+    /// Each I/O's size, per direction (`bs`, `bsrange`, `bssplit`).
+    pub block_sizes: BlockSizes,
     pub iodepth: u32,
     pub numjobs: u32,
     pub size: Option<SizeSpec>,
@@ -1210,9 +1468,18 @@ fn resolve(s: &Section, group: u32) -> Result<JobSpec, JobError> {
                 .into(),
         ));
     }
-    let bs = match size("bs") {
-        Some(SizeSpec::Bytes(n)) => n,
-        _ => 4096,
+    let sizes = |k: &str| match g(k) {
+        Some(Value::Sizes(v)) => v.clone(),
+        _ => [None, None, None],
+    };
+    let block_sizes = combine_block_sizes(&sizes("bs"), &sizes("bsrange"), &sizes("bssplit"));
+    let bs = match (rw.has_reads(), rw.has_writes()) {
+        (true, false) => block_sizes.read.min_bytes(),
+        (false, true) => block_sizes.write.min_bytes(),
+        _ => block_sizes
+            .read
+            .min_bytes()
+            .min(block_sizes.write.min_bytes()),
     };
     let spec = JobSpec {
         name,
@@ -1224,6 +1491,7 @@ fn resolve(s: &Section, group: u32) -> Result<JobSpec, JobError> {
         rw,
         rwmixread: rwmixread.clamp(0, 100) as u8,
         bs,
+        block_sizes,
         iodepth: int("iodepth", 1).clamp(1, u32::MAX as i64) as u32,
         numjobs: int("numjobs", 1).clamp(1, u32::MAX as i64) as u32,
         size: size("size"),

@@ -438,6 +438,24 @@ impl Future for FirstOf<'_> {
     }
 }
 
+/// Every I/O size the job can issue in the directions it does (a range's
+/// smallest, largest and step), to check against the device.
+fn job_block_sizes(spec: &JobSpec) -> Vec<u64> {
+    let mut sizes = Vec::new();
+    if spec.rw.has_reads() {
+        sizes.extend(spec.block_sizes.read.sizes_to_check());
+    }
+    if spec.rw.has_writes() {
+        sizes.extend(spec.block_sizes.write.sizes_to_check());
+    }
+    sizes
+}
+
+/// The largest I/O the job issues.
+fn max_block_bytes(spec: &JobSpec) -> u64 {
+    job_block_sizes(spec).into_iter().max().unwrap_or(spec.bs)
+}
+
 /// Checks of a job against the device it targets; the message names the option.
 fn validate(spec: &JobSpec, target: &Target, geo: &Geometry) -> Result<(), String> {
     if spec.time_based && spec.runtime.is_none() {
@@ -447,17 +465,18 @@ fn validate(spec: &JobSpec, target: &Target, geo: &Geometry) -> Result<(), Strin
     }
     let zoned = target.zoned().is_some();
     let lba = geo.lba_bytes;
-    if spec.bs % lba != 0 {
-        return Err(format!(
-            "bs={} is not a multiple of the device's {lba}-byte logical block",
-            spec.bs
-        ));
-    }
-    if geo.max_transfer_bytes > 0 && spec.bs > geo.max_transfer_bytes {
-        return Err(format!(
-            "bs={} exceeds the device's maximum transfer size (MDTS) of {} bytes",
-            spec.bs, geo.max_transfer_bytes
-        ));
+    for bytes in job_block_sizes(spec) {
+        if bytes % lba != 0 {
+            return Err(format!(
+                "block size {bytes} (bs/bsrange/bssplit) is not a multiple of the device's {lba}-byte logical block"
+            ));
+        }
+        if geo.max_transfer_bytes > 0 && bytes > geo.max_transfer_bytes {
+            return Err(format!(
+                "block size {bytes} (bs/bsrange/bssplit) exceeds the device's maximum transfer size (MDTS) of {} bytes",
+                geo.max_transfer_bytes
+            ));
+        }
     }
     if !zoned {
         let zoned_only = [
@@ -506,10 +525,10 @@ fn validate(spec: &JobSpec, target: &Target, geo: &Geometry) -> Result<(), Strin
         if spec.zonemode != ZoneMode::Zbd || !writes {
             return Err("zrwa=1 applies to zonemode=zbd write jobs".into());
         }
-        if spec.bs > z.size_lbas * lba {
+        if max_block_bytes(spec) > z.size_lbas * lba {
             return Err(format!(
-                "bs={} is larger than the ZRWA ({} bytes)",
-                spec.bs,
+                "block size {} is larger than the ZRWA ({} bytes)",
+                max_block_bytes(spec),
                 z.size_lbas * lba
             ));
         }
@@ -1320,7 +1339,7 @@ impl JobRun {
     // ----------------------------------------------------------------- data I/O
 
     async fn worker(self: Rc<Self>) -> Result<(), RunError> {
-        let mut buf = vec![0u8; self.spec.bs as usize];
+        let mut buf = vec![0u8; max_block_bytes(&self.spec) as usize];
         let think = self.spec.thinktime.as_nanos() as u64;
         loop {
             let step = self.next_step();
@@ -1532,7 +1551,6 @@ impl JobRun {
                 }
             }
         }
-        let bs = self.spec.bs;
         let mut is_read = match self.spec.rw {
             Rw::Read | Rw::RandRead => true,
             Rw::Write | Rw::RandWrite => false,
@@ -1569,23 +1587,38 @@ impl JobRun {
         if not_before > now {
             return Step::SleepUntil(not_before.min(self.deadline.get()));
         }
+        let bs = {
+            let rng = &mut st.rng;
+            self.spec
+                .block_sizes
+                .for_dir(is_read)
+                .pick(|n| rng.below_u64(n))
+        };
         let step = if self.zbd() {
             if is_read {
-                self.zbd_read(&mut st)
+                self.zbd_read(&mut st, bs)
             } else {
-                self.zbd_write(&mut st)
+                self.zbd_write(&mut st, bs)
             }
         } else {
-            let blocks = (self.len / bs).max(1);
+            // offsets are multiples of the job's smallest size (fio's
+            // blockalign default); an I/O never runs past the range
+            let align = self.spec.bs;
+            let bs = bs.min(self.len.max(align));
+            let blocks = (self.len / align).max(1);
             let off = if self.spec.rw.is_random() {
                 let st = &mut *st;
-                match st.randmap.as_mut() {
-                    Some(map) => map.next(&mut st.rng) * bs,
-                    None => st.rng.below_u64(blocks) * bs,
-                }
+                let off = match st.randmap.as_mut() {
+                    Some(map) => map.next(&mut st.rng) * align,
+                    None => st.rng.below_u64(blocks) * align,
+                };
+                off.min(self.len.saturating_sub(bs))
             } else {
+                if st.seq_pos + bs > self.len {
+                    st.seq_pos = 0;
+                }
                 let o = st.seq_pos;
-                st.seq_pos = (st.seq_pos + bs) % (blocks * bs);
+                st.seq_pos += bs;
                 o
             };
             let slba = (self.start + off) / self.lba;
@@ -1617,8 +1650,8 @@ impl JobRun {
     }
 
     /// A read below a write pointer (fio's zbd rule).
-    fn zbd_read(&self, st: &mut JobState) -> Step {
-        let bs_lbas = self.spec.bs / self.lba;
+    fn zbd_read(&self, st: &mut JobState, bs: u64) -> Step {
+        let bs_lbas = bs / self.lba;
         if st.read_zones.is_empty() {
             return if st.open_set.is_empty() && !self.spec.rw.has_writes() {
                 Step::Done
@@ -1653,8 +1686,8 @@ impl JobRun {
 
     /// A write at the write pointer of a zone the job holds open, opening,
     /// resetting or waiting as fio's zbd code would.
-    fn zbd_write(&self, st: &mut JobState) -> Step {
-        let bs_lbas = self.spec.bs / self.lba;
+    fn zbd_write(&self, st: &mut JobState, bs: u64) -> Step {
+        let bs_lbas = bs / self.lba;
         let deep = self.deep_zone_writes();
         let random = self.spec.rw.is_random();
         // zone_reset_threshold / zone_reset_frequency

@@ -182,14 +182,25 @@ fn banner(doc: &Value, jobs: &[Value], out: &mut String) {
         processes += n;
         threads |= option_bool(doc, job, "thread");
         let rw = option(doc, job, &["rw", "readwrite"]).unwrap_or("read");
-        let bs = option(doc, job, &["bs", "blocksize"])
-            .and_then(|v| zns_target::parse_bytes(v).ok())
-            .unwrap_or(4096);
-        let bs = num2str(bs, 4, 1, true, Unit::Byte);
+        let sizes = crate::job::BlockSizes::from_option_texts(
+            option(doc, job, &["bs", "blocksize"]),
+            option(doc, job, &["bsrange", "blocksize_range"]),
+            option(doc, job, &["bssplit"]),
+        );
+        let range = |d: &crate::job::BlockSizeDist| {
+            format!(
+                "{}-{}",
+                num2str(d.min_bytes(), 4, 1, true, Unit::Byte),
+                num2str(d.max_bytes(), 4, 1, true, Unit::Byte)
+            )
+        };
         let engine = option(doc, job, &["ioengine"]).unwrap_or("psync");
         let depth = option_u64(doc, job, &["iodepth"], 1);
         out.push_str(&format!(
-            "{name}: (g={gid}): rw={rw}, bs=(R) {bs}-{bs}, (W) {bs}-{bs}, (T) {bs}-{bs}, ioengine={engine}, iodepth={depth}\n"
+            "{name}: (g={gid}): rw={rw}, bs=(R) {}, (W) {}, (T) {}, ioengine={engine}, iodepth={depth}\n",
+            range(&sizes.read),
+            range(&sizes.write),
+            range(&sizes.trim),
         ));
         if n > 1 {
             out.push_str("...\n");

@@ -669,3 +669,101 @@ fn user_text_in_errors_is_clipped() {
     assert!(e.len() < 300, "{} bytes", e.len());
     assert!(e.contains("100000 bytes"), "{e}");
 }
+
+/// fio's block size forms: `bs` per direction, `bsrange`, `bssplit` (with
+/// the empty percentages sharing what is left), and their precedence.
+#[test]
+fn block_sizes_per_direction_ranges_and_splits() {
+    let j = one("[j]\nrw=randrw\nbs=4k,64k\n");
+    assert_eq!(j.block_sizes.read, BlockSizeDist::Fixed(4096));
+    assert_eq!(j.block_sizes.write, BlockSizeDist::Fixed(65536));
+    assert_eq!(j.block_sizes.trim, BlockSizeDist::Fixed(65536));
+    assert_eq!(j.bs, 4096, "the smallest size aligns random offsets");
+    // a trailing comma leaves the later direction at its default
+    let j = one("[j]\nbs=8k,32k,\n");
+    assert_eq!(j.block_sizes.trim, BlockSizeDist::Fixed(4096));
+    // an empty side keeps the default
+    let j = one("[j]\nbs=,8k\n");
+    assert_eq!(j.block_sizes.read, BlockSizeDist::Fixed(4096));
+    assert_eq!(j.block_sizes.write, BlockSizeDist::Fixed(8192));
+
+    let j = one("[j]\nrw=randwrite\nbsrange=4k-16k\n");
+    assert_eq!(
+        j.block_sizes.write,
+        BlockSizeDist::Range {
+            min: 4096,
+            max: 16384
+        }
+    );
+    assert_eq!(j.bs, 4096);
+
+    let j = one("[j]\nrw=randwrite\nbssplit=4k/50:1k/:32k/\n");
+    assert_eq!(
+        j.block_sizes.write,
+        BlockSizeDist::Split(vec![(1024, 25.0), (4096, 50.0), (32768, 25.0)])
+    );
+    // per direction, and bssplit over bsrange over bs
+    let j = one("[j]\nrw=randrw\nbs=128k\nbsrange=8k-16k\nbssplit=2k/50:4k/50,4k/90:8k/10\n");
+    assert_eq!(
+        j.block_sizes.read,
+        BlockSizeDist::Split(vec![(2048, 50.0), (4096, 50.0)])
+    );
+    assert_eq!(
+        j.block_sizes.write,
+        BlockSizeDist::Split(vec![(4096, 90.0), (8192, 10.0)])
+    );
+    // what a full split leaves unassigned goes to its largest size (fio)
+    let j = one("[j]\nbssplit=4k/10:64k/50\n");
+    assert_eq!(
+        j.block_sizes.read,
+        BlockSizeDist::Split(vec![(4096, 10.0), (65536, 90.0)])
+    );
+
+    for (text, what) in [
+        ("[j]\nbssplit=4k/60:8k/50\n", "more than 100"),
+        ("[j]\nbsrange=16k-4k\n", "16384 > 4096"),
+        ("[j]\nbs=4k,8k,16k,32k\n", "read[,write[,trim]]"),
+        ("[j]\nbssplit=3000/50:4k/50\n", "multiple of 512"),
+        ("[j]\nbssplit=4k/0:8k/0\n", "every percentage is 0"),
+    ] {
+        let e = err_file(text).to_string();
+        assert!(e.contains(what), "{text}: {e}");
+    }
+}
+
+/// The draws follow the weights; a fixed size draws nothing from the RNG.
+#[test]
+fn block_size_draws_follow_the_split() {
+    let split = BlockSizeDist::Split(vec![(4096, 25.0), (65536, 75.0)]);
+    let mut state = 12345u64;
+    let mut next = |n: u64| {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (state >> 33) % n
+    };
+    let draws: Vec<u64> = (0..4000).map(|_| split.pick(&mut next)).collect();
+    let small = draws.iter().filter(|&&b| b == 4096).count() as f64 / 4000.0;
+    assert!((small - 0.25).abs() < 0.03, "{small}");
+    let range = BlockSizeDist::Range {
+        min: 4096,
+        max: 16384,
+    };
+    let mut seen = std::collections::BTreeSet::new();
+    for _ in 0..200 {
+        seen.insert(range.pick(&mut next));
+    }
+    assert_eq!(
+        seen.into_iter().collect::<Vec<_>>(),
+        [4096, 8192, 12288, 16384]
+    );
+    let mut called = false;
+    assert_eq!(
+        BlockSizeDist::Fixed(8192).pick(|_| {
+            called = true;
+            0
+        }),
+        8192
+    );
+    assert!(!called);
+}

@@ -530,3 +530,70 @@ fn json_keys_come_in_fio_order() {
         ["name", "filename", "rw", "zonemode", "direct", "size"]
     );
 }
+
+/// Real fio's JSON for the same job options (ioengine=null: no device).
+fn real_fio_json(args: &[&str]) -> Value {
+    let out = Command::new("fio")
+        .args(args)
+        .args(["--ioengine=null", "--output-format=json"])
+        .output()
+        .expect("fio (scripts/setup installs it)");
+    let start = out
+        .stdout
+        .iter()
+        .position(|&b| b == b'{')
+        .unwrap_or_else(|| panic!("fio's JSON: {}", String::from_utf8_lossy(&out.stderr)));
+    serde_json::from_slice(&out.stdout[start..]).expect("fio's JSON")
+}
+
+/// `bs` per direction and `bssplit` issue the sizes real fio issues: the
+/// same mean size per direction (io_bytes / total_ios) from the same
+/// options, ours on an emulated block SSD, fio's on its null engine.
+#[test]
+fn block_size_forms_match_real_fio() {
+    for (opts, dirs) in [
+        (
+            vec!["--rw=randrw", "--bs=4k,16k", "--number_ios=2000"],
+            &["read", "write"][..],
+        ),
+        (
+            // fio's random map makes it fall back to sizes that fit the
+            // blocks still free (fewer 64 KiB writes as its 1 GiB fills):
+            // without it, the split is the weights alone, as ours
+            vec![
+                "--rw=randwrite",
+                "--bssplit=4k/25:64k/",
+                "--number_ios=4000",
+                "--norandommap",
+            ],
+            &["write"][..],
+        ),
+        (
+            vec!["--rw=write", "--bsrange=4k-32k", "--number_ios=4000"],
+            &["write"][..],
+        ),
+    ] {
+        let mut ours_args = vec![
+            "bench",
+            "--output-format=json",
+            "--name=j",
+            "--filename=tiny-ftl",
+        ];
+        ours_args.extend(opts.iter().copied());
+        let ours = ok_json(&ours_args);
+        let mut fio_args = vec!["--name=j", "--size=1g"];
+        fio_args.extend(opts.iter().copied());
+        let fio = real_fio_json(&fio_args);
+        for dir in dirs {
+            let mean = |doc: &Value| {
+                num(&doc["jobs"][0], &format!("{dir}.io_bytes"))
+                    / num(&doc["jobs"][0], &format!("{dir}.total_ios"))
+            };
+            let (a, b) = (mean(&ours), mean(&fio));
+            assert!(
+                (a - b).abs() / b < 0.05,
+                "{opts:?} {dir}: mean I/O size ours {a:.0} B, fio {b:.0} B"
+            );
+        }
+    }
+}
