@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::dbbench::{run_db_bench, BenchResult};
-use crate::fio::{run_fio, FioResult};
+use crate::dbbench::{parse_report, run_db_bench, BenchResult};
+use crate::fio::{run_fio, summarize, FioResult};
 use crate::mount::FileSystem;
 use crate::served::Server;
 use crate::AppError;
@@ -118,6 +118,38 @@ pub fn run_on_f2fs(
     })
 }
 
+/// The result of an earlier run of `workload` named `label` in
+/// `env.work_dir`, read back from the files it left (its raw report and
+/// the server's stats), for resuming a long series; `None` when the run did
+/// not finish (either file missing, cut short, or without figures).
+pub fn earlier_run(env: &RunEnv, workload: &Workload, label: &str) -> Option<RunResult> {
+    let report_file = env.work_dir.join(format!("{label}.report"));
+    let stats = env.work_dir.join(format!("{label}.serve.json"));
+    let served: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).ok()?).ok()?;
+    served.get("virtual_ns")?;
+    let report = std::fs::read_to_string(&report_file).ok()?;
+    let (fio, db_bench) = match workload {
+        Workload::Fio { .. } => {
+            let doc: serde_json::Value = serde_json::from_str(&report).ok()?;
+            (Some(summarize(&doc).ok()?), Vec::new())
+        }
+        Workload::DbBench { .. } => {
+            let results = parse_report(&report);
+            if results.is_empty() {
+                return None;
+            }
+            (None, results)
+        }
+    };
+    Some(RunResult {
+        fio,
+        db_bench,
+        served,
+        report_file,
+    })
+}
+
 type Figures = (Option<FioResult>, Vec<BenchResult>);
 
 fn run_workload(
@@ -154,5 +186,53 @@ fn run_workload(
             write_report(&out)?;
             Ok((None, results))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A finished run is read back from its two files; a run cut short
+    /// (either file missing or truncated, a failed job) is not.
+    #[test]
+    fn earlier_runs_are_kept_only_when_finished() {
+        let dir = std::env::temp_dir().join(format!("zns-apps-earlier-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let env = RunEnv {
+            zns: PathBuf::from("zns"),
+            work_dir: dir.clone(),
+            serve_args: Vec::new(),
+        };
+        let fio = Workload::Fio {
+            personality: "oltp".into(),
+            vars: Vec::new(),
+        };
+        let report = serde_json::json!({"jobs": [{"jobname": "a", "error": 0,
+            "read": {"iops": 100.0, "bw_bytes": 1048576.0},
+            "write": {"iops": 50.0, "bw_bytes": 0.0}}]});
+        let write = |name: &str, text: &str| std::fs::write(dir.join(name), text).unwrap();
+        assert!(earlier_run(&env, &fio, "r").is_none(), "nothing yet");
+        write("r.report", &report.to_string());
+        assert!(
+            earlier_run(&env, &fio, "r").is_none(),
+            "server stats missing"
+        );
+        write("r.serve.json", "{\"virtual_ns\": 12");
+        assert!(earlier_run(&env, &fio, "r").is_none(), "stats cut short");
+        write("r.serve.json", "{\"virtual_ns\": 12}");
+        let r = earlier_run(&env, &fio, "r").expect("a finished run");
+        assert_eq!(r.fio.unwrap().ops_per_s(), 150.0);
+        assert_eq!(r.served["virtual_ns"], 12);
+        write(
+            "r.report",
+            &report.to_string().replace("\"error\":0", "\"error\":5"),
+        );
+        assert!(earlier_run(&env, &fio, "r").is_none(), "a failed job");
+        let db = Workload::DbBench { args: Vec::new() };
+        write("d.serve.json", "{\"virtual_ns\": 1}");
+        write("d.report", "RocksDB: version 7.8\n");
+        assert!(earlier_run(&env, &db, "d").is_none(), "no benchmark line");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use zns_raid::RaidStats;
 
 use crate::calibrate::{calibrate, Calibration};
-use crate::experiment::{run_on_f2fs, RunEnv, RunResult, Workload};
+use crate::experiment::{earlier_run, run_on_f2fs, RunEnv, RunResult, Workload};
 use crate::outfiles::{self, spread};
 
 /// The figures this module reproduces.
@@ -45,6 +45,21 @@ pub struct ZraidAppOptions {
     pub out_dir: PathBuf,
     /// The `zns` binary that serves.
     pub zns: PathBuf,
+    /// Keep the runs an earlier, interrupted series of the same options
+    /// finished in `out_dir/runs` (their raw reports and server stats) and
+    /// run only the others.
+    pub resume: bool,
+}
+
+/// What must match for a series to resume another: the serve options, the
+/// members, the metadata profile and the workloads' scale (the number of
+/// repetitions may grow).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct SeriesOptions {
+    serve_args: Vec<String>,
+    member: String,
+    meta: String,
+    quick: bool,
 }
 
 /// One measured point.
@@ -383,6 +398,28 @@ pub fn run(
         serve_args: serve_args(opts),
     };
     let meta = meta_profile(opts)?;
+    let series = SeriesOptions {
+        serve_args: env.serve_args.clone(),
+        member: opts.member.clone(),
+        meta: opts.meta.clone(),
+        quick: opts.quick,
+    };
+    if opts.resume {
+        match outfiles::read_json::<SeriesOptions>(&env.work_dir, "series.json") {
+            Ok(earlier) if earlier != series => {
+                return Err(format!(
+                    "--resume: {} holds runs of other options ({earlier:?}, now {series:?}): use another --out or drop --resume",
+                    env.work_dir.display()
+                ))
+            }
+            Ok(_) => {}
+            Err(_) => progress(&format!(
+                "--resume: {} does not say which options its runs had (no series.json): keeping the runs that finished, assuming they had these",
+                env.work_dir.display()
+            )),
+        }
+    }
+    outfiles::write_json(&env.work_dir, "series.json", &series)?;
     let runs = plan(opts);
     let total = runs.len();
     let mut points = Vec::new();
@@ -394,13 +431,25 @@ pub fn run(
             case.label,
             variant.replace('+', "p")
         );
+        let kept = opts
+            .resume
+            .then(|| earlier_run(&env, &case.workload, &label))
+            .flatten();
         progress(&format!(
-            "[{}/{total}] {fig} {} on {variant}, rep {rep}",
+            "[{}/{total}] {fig} {} on {variant}, rep {rep}{}",
             i + 1,
-            case.label
+            case.label,
+            if kept.is_some() {
+                " (kept: finished by an earlier run)"
+            } else {
+                ""
+            }
         ));
-        let r = run_on_f2fs(&env, &array, &meta, &case.workload, &label)
-            .map_err(|e| format!("{fig} {} on {variant}: {e}", case.label))?;
+        let r = match kept {
+            Some(r) => r,
+            None => run_on_f2fs(&env, &array, &meta, &case.workload, &label)
+                .map_err(|e| format!("{fig} {} on {variant}: {e}", case.label))?,
+        };
         points.push(point(fig, &case, variant, rep, &array, r)?);
     }
     Ok(points)
@@ -904,6 +953,7 @@ mod tests {
             meta: "zn540-cns".into(),
             out_dir: PathBuf::from("/tmp/x"),
             zns: PathBuf::from("zns"),
+            resume: false,
         };
         let runs = plan(&opts);
         assert_eq!(runs.len(), 3 + 5);

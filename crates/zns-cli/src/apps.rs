@@ -25,6 +25,7 @@ application's raw report under runs/.
 Examples:
   zns repro zraid --fig 9,10 --quick            CI's smoke (guest: ~5 min)
   zns repro zraid --fig 9 --reps 3              the full Fig. 9
+  zns repro zraid --fig 9 --reps 3 --resume     go on with one that was cut short
   sudo zns repro zraid --fig 10 --where here    on a host with ublk";
 
 /// Where the application runs happen.
@@ -64,6 +65,8 @@ pub struct AppFigArgs {
     /// Run the method check against the drive's measured db_bench
     /// (`--fig dbcheck`, zns_apps::dbcheck).
     pub dbcheck: bool,
+    /// Keep the runs an interrupted series finished (`--resume`).
+    pub resume: bool,
 }
 
 /// The speed factor the guest runs at unless told otherwise: slow enough
@@ -104,6 +107,7 @@ fn run_here(a: &AppFigArgs) -> Result<String, CliError> {
         meta: "zn540-cns".into(),
         out_dir: a.out.clone(),
         zns,
+        resume: a.resume,
     };
     let mut progress = crate::progress::lines(a.show_progress);
     std::fs::create_dir_all(&a.out)
@@ -266,6 +270,9 @@ fn run_in_guest(a: &AppFigArgs) -> Result<String, CliError> {
     if a.quick {
         args += " --quick";
     }
+    if a.resume {
+        args += " --resume";
+    }
     let _ = std::fs::remove_file(out.join("points.json"));
     let _ = std::fs::remove_file(out.join("calibration.json"));
     let _ = std::fs::remove_file(out.join("dbcheck.json"));
@@ -279,6 +286,7 @@ fn run_in_guest(a: &AppFigArgs) -> Result<String, CliError> {
         meta: String::new(),
         out_dir: out.clone(),
         zns: PathBuf::new(),
+        resume: a.resume,
     });
     // (the db_bench check is worth a few runs of time)
     let runs = runs + if a.dbcheck { 5 } else { 0 };

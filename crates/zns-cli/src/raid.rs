@@ -333,6 +333,12 @@ pub struct ReproZraidArgs {
     /// fonts; the host that started it draws them).
     #[arg(long, hide = true)]
     no_plots: bool,
+    /// Figs. 9 and 10: keep the runs an interrupted series with the same
+    /// options finished in --out (their reports and server stats in
+    /// runs/) and run only the missing ones: a long series may span several
+    /// sittings.
+    #[arg(long)]
+    resume: bool,
 }
 
 pub fn repro_zraid_cmd(a: ReproZraidArgs) -> Result<ExitCode, CliError> {
@@ -376,6 +382,7 @@ pub fn repro_zraid_cmd(a: ReproZraidArgs) -> Result<ExitCode, CliError> {
             show_progress: a.eta != "never",
             plots: !a.no_plots,
             dbcheck,
+            resume: a.resume,
         })?;
         out!("{text}");
         if figs.is_empty() {
