@@ -63,6 +63,8 @@ pub enum OptKind {
     /// Occupancy of a zone: `P%` of its capacity, a size (`4k`), or
     /// `P%-SIZE` (e.g. `100%-4k`: all but the last 4 KiB).
     ZoneFill,
+    /// A log file name prefix; the bare option means the job's name.
+    LogPrefix,
 }
 
 impl OptKind {
@@ -98,6 +100,7 @@ impl OptKind {
                 "a zone occupancy: P% of the zone capacity, a size (4k, 64m), or P%-SIZE (100%-4k)"
                     .into()
             }
+            OptKind::LogPrefix => "a log file name prefix (bare: the job's name)".into(),
         }
     }
 }
@@ -242,6 +245,16 @@ pub static OPTIONS: &[OptionDef] = &[
         "Random I/O need not cover every block exactly once."),
     aliased(opt("stonewall", OptKind::Bool, Some("0"),
         "Wait for all earlier jobs to finish before starting; starts a new reporting group."), &["wait_for_previous"]),
+    opt("write_lat_log", OptKind::LogPrefix, None,
+        "Write every I/O's latencies as fio does: PREFIX_lat.N.log, PREFIX_clat.N.log, PREFIX_slat.N.log (N = the job's number, from 1), lines `msec, nsec, direction, bytes[, offset], prio` (docs/bench.md)."),
+    opt("write_bw_log", OptKind::LogPrefix, None,
+        "Write bandwidth samples as fio does: PREFIX_bw.N.log (per I/O: bytes x 10^6 / clat ns, as fio 3.33 logs; with log_avg_msec: KiB/s per window)."),
+    opt("write_iops_log", OptKind::LogPrefix, None,
+        "Write IOPS samples as fio does: PREFIX_iops.N.log (per I/O: 1; with log_avg_msec: I/Os per second per window)."),
+    opt("log_avg_msec", OptKind::Int { min: 0, max: 86_400_000 }, Some("0"),
+        "Average the log samples over windows of this many milliseconds (0 = one line per I/O)."),
+    opt("log_offset", OptKind::Bool, Some("0"),
+        "Add each I/O's byte offset to the per-I/O log lines."),
     opt("description", OptKind::Str, None,
         "Text describing the job, as in fio (kept in the report's job options; no effect on the run)."),
     opt("thread", OptKind::Bool, Some("0"),
@@ -452,6 +465,25 @@ impl BlockSizeDist {
                 v.last().map_or(4096, |e| e.0)
             }
         }
+    }
+}
+
+/// Which fio logs a job writes: each a file name prefix (the job's name
+/// when the option was given bare).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct LogSpec {
+    pub lat: Option<String>,
+    pub bw: Option<String>,
+    pub iops: Option<String>,
+    /// Window of averaged samples, ms (0: one line per I/O).
+    pub avg_msec: u64,
+    /// Per-I/O lines carry the I/O's byte offset.
+    pub offset: bool,
+}
+
+impl LogSpec {
+    pub fn any(&self) -> bool {
+        self.lat.is_some() || self.bw.is_some() || self.iops.is_some()
     }
 }
 
@@ -719,10 +751,13 @@ enum Reject {
 fn parse_value(def: &OptionDef, raw: Option<&str>) -> Result<Value, Reject> {
     let s = match raw {
         None if def.kind == OptKind::Bool => return Ok(Value::Bool(true)),
+        // a bare log option: named after the job
+        None if def.kind == OptKind::LogPrefix => return Ok(Value::Str(String::new())),
         None => return Err(Reject::Bad),
         Some(s) => s.trim(),
     };
     match def.kind {
+        OptKind::LogPrefix => Ok(Value::Str(s.to_string())),
         OptKind::Str => {
             if s.is_empty() {
                 Err(Reject::Bad)
@@ -1007,6 +1042,9 @@ pub struct JobSpec {
     pub bs: u64,
     /// Each I/O's size, per direction (`bs`, `bsrange`, `bssplit`).
     pub block_sizes: BlockSizes,
+    /// fio's per-I/O logs (`write_lat_log`, `write_bw_log`,
+    /// `write_iops_log`, `log_avg_msec`, `log_offset`).
+    pub logs: LogSpec,
     pub iodepth: u32,
     pub numjobs: u32,
     pub size: Option<SizeSpec>,
@@ -1481,6 +1519,18 @@ fn resolve(s: &Section, group: u32) -> Result<JobSpec, JobError> {
             .min_bytes()
             .min(block_sizes.write.min_bytes()),
     };
+    let prefix = |k: &str| match g(k) {
+        Some(Value::Str(p)) if p.is_empty() => Some(name.clone()),
+        Some(Value::Str(p)) => Some(p.clone()),
+        _ => None,
+    };
+    let logs = LogSpec {
+        lat: prefix("write_lat_log"),
+        bw: prefix("write_bw_log"),
+        iops: prefix("write_iops_log"),
+        avg_msec: int("log_avg_msec", 0).max(0) as u64,
+        offset: b("log_offset"),
+    };
     let spec = JobSpec {
         name,
         group,
@@ -1492,6 +1542,7 @@ fn resolve(s: &Section, group: u32) -> Result<JobSpec, JobError> {
         rwmixread: rwmixread.clamp(0, 100) as u8,
         bs,
         block_sizes,
+        logs,
         iodepth: int("iodepth", 1).clamp(1, u32::MAX as i64) as u32,
         numjobs: int("numjobs", 1).clamp(1, u32::MAX as i64) as u32,
         size: size("size"),

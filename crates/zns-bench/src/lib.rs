@@ -2,12 +2,13 @@
 //! include and `${NAME}` rules in `jobtext`) and fio-style command lines,
 //! zonemode=zbd semantics, virtual-time execution against any device
 //! zns-target opens (`run`), fio-style text and JSON output (`text`,
-//! `fio_json`), the fidelity suite against the ZN540's published figures
+//! `fio_json`, and fio's per-I/O log files in `iolog`), the fidelity suite against the ZN540's published figures
 //! (`fidelity`, `plot`) and the ZRAID paper's emulated figures
 //! (`repro_zraid`).
 
 pub mod fidelity;
 pub mod fio_json;
+pub mod iolog;
 pub mod job;
 pub mod jobtext;
 pub mod plot;

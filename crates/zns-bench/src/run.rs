@@ -128,6 +128,10 @@ pub struct RunReport {
     /// The run was stopped early (see [`run_jobs_interruptible`]): the jobs'
     /// reports cover what ran until then; later groups did not run.
     pub interrupted: bool,
+    /// The per-I/O logs of the job clones that asked for them
+    /// (`write_lat_log`, …), in fio's thread order; the caller writes them
+    /// ([`crate::iolog::JobIoLog::files`]).
+    pub io_logs: Vec<crate::iolog::JobIoLog>,
 }
 
 /// The host stack a job uses: `host_stack`, else spdk for `ioengine=spdk`
@@ -189,6 +193,9 @@ pub fn run_jobs_interruptible(
     let ngroups = groups.len() as u32;
     let shared = Rc::new(RunShared::default());
     let mut reports = Vec::new();
+    let mut io_logs = Vec::new();
+    // fio numbers every job clone of the run from 1 (its log file names)
+    let mut thread_number = 0u32;
     let mut stopped = false;
     for (gi, (gid, jobs)) in groups.into_iter().enumerate() {
         if stopped {
@@ -343,6 +350,16 @@ pub fn run_jobs_interruptible(
             out
         });
         shared.flows.borrow_mut().clear();
+        for run in &runs {
+            thread_number += 1;
+            if run.spec.logs.any() {
+                io_logs.push(crate::iolog::JobIoLog {
+                    number: thread_number,
+                    spec: run.spec.logs.clone(),
+                    ios: std::mem::take(&mut run.st.borrow_mut().io_log),
+                });
+            }
+        }
         let mut group_reports = Vec::new();
         for r in results {
             group_reports.push(r?);
@@ -355,6 +372,7 @@ pub fn run_jobs_interruptible(
         virtual_ns: handle.now_ns(),
         raid: devices.raid_stats(),
         interrupted: stopped,
+        io_logs,
     })
 }
 
@@ -694,6 +712,8 @@ impl ZoneCursor {
 
 struct JobState {
     rng: SimRng,
+    /// Measured I/Os, kept only when the job writes fio logs.
+    io_log: Vec<crate::iolog::LoggedIo>,
     issued_bytes: u64,
     issued_read_bytes: u64,
     issued_write_bytes: u64,
@@ -815,6 +835,7 @@ impl JobRun {
             lba,
             st: RefCell::new(JobState {
                 rng,
+                io_log: Vec::new(),
                 issued_bytes: 0,
                 issued_read_bytes: 0,
                 issued_write_bytes: 0,
@@ -1356,12 +1377,12 @@ impl JobRun {
                 }
                 Step::Read(slba, n) => {
                     let r = self.target.read(slba, &mut buf[..n as usize]).await;
-                    self.record(true, n, submit, r);
+                    self.record(true, n, slba, submit, r);
                 }
                 Step::Write(slba, n, zi) => {
                     let r = self.target.write(slba, &buf[..n as usize]).await;
                     let ok = r.is_ok();
-                    self.record(false, n, submit, r);
+                    self.record(false, n, slba, submit, r);
                     if ok && zi != usize::MAX {
                         self.zone_write_done(zi, n / self.lba).await?;
                     }
@@ -1370,10 +1391,12 @@ impl JobRun {
                     let dev = self.target.zoned().expect("zoned target");
                     let r = dev
                         .append(zslba, &buf[..n as usize], zns_core::IoFlags::NONE)
-                        .await
-                        .map(|_| ());
+                        .await;
+                    // (logged at the LBA the device assigned)
+                    let slba = *r.as_ref().unwrap_or(&zslba);
+                    let r = r.map(|_| ());
                     let ok = r.is_ok();
-                    self.record(false, n, submit, r);
+                    self.record(false, n, slba, submit, r);
                     if ok {
                         self.zone_write_done(zi, n / self.lba).await?;
                     }
@@ -1415,7 +1438,14 @@ impl JobRun {
         }
     }
 
-    fn record(&self, is_read: bool, bytes: u64, submit: u64, res: Result<(), NvmeError>) {
+    fn record(
+        &self,
+        is_read: bool,
+        bytes: u64,
+        slba: u64,
+        submit: u64,
+        res: Result<(), NvmeError>,
+    ) {
         let now = self.handle.now_ns();
         if is_read {
             self.shared.read_ios.set(self.shared.read_ios.get() + 1);
@@ -1438,6 +1468,15 @@ impl JobRun {
         let since = now - self.measure_from.get();
         let d = if is_read { &mut st.read } else { &mut st.write };
         d.add(bytes, now - submit, since);
+        if self.spec.logs.any() {
+            st.io_log.push(crate::iolog::LoggedIo {
+                done_ns: since,
+                lat_ns: now - submit,
+                is_read,
+                bytes,
+                offset_bytes: slba * self.lba,
+            });
+        }
     }
 
     /// Bookkeeping after a write of `lbas` to zone `zi` completed: readable

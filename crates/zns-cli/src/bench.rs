@@ -366,6 +366,12 @@ pub fn bench(args: Vec<String>) -> Result<ExitCode, CliError> {
         // a full disk loses the report: an error (exit 4), not success
         None => out!("{text}"),
     }
+    // fio's log files, where fio writes them: the working directory
+    for log in &report.io_logs {
+        for (name, text) in log.files() {
+            std::fs::write(&name, text).map_err(|e| CliError::Io(format!("{name}: {e}")))?;
+        }
+    }
     if report.interrupted {
         eprintln!("zns bench: interrupted (SIGINT): the report covers what ran until then");
         return Ok(ExitCode::from(130));

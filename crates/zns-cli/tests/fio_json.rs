@@ -597,3 +597,67 @@ fn block_size_forms_match_real_fio() {
         }
     }
 }
+
+/// `write_lat_log`, `write_bw_log`, `write_iops_log` write the files real
+/// fio writes for the same options, with its lines' layout: the same file
+/// names in the working directory, one line per I/O, the same direction,
+/// size (and offset column with log_offset) on every line.
+#[test]
+fn log_files_are_laid_out_as_fio_writes_them() {
+    let base = std::env::temp_dir().join(format!("zns-fio-logs-{}", std::process::id()));
+    let (ours_dir, fio_dir) = (base.join("ours"), base.join("fio"));
+    for d in [&ours_dir, &fio_dir] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let opts = [
+        "--name=j",
+        "--rw=randwrite",
+        "--bs=8k",
+        "--number_ios=200",
+        "--write_lat_log=lg",
+        "--write_bw_log=lg",
+        "--write_iops_log=lg",
+        "--log_offset=1",
+    ];
+    let o = Command::new(env!("CARGO_BIN_EXE_zns"))
+        .current_dir(&ours_dir)
+        .args(["bench", "--filename=tiny-ftl"])
+        .args(opts)
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let f = Command::new("fio")
+        .current_dir(&fio_dir)
+        .args(["--ioengine=null", "--size=1g"])
+        .args(opts)
+        .output()
+        .expect("fio (scripts/setup installs it)");
+    assert!(f.status.success(), "{}", String::from_utf8_lossy(&f.stderr));
+    let names = |d: &Path| {
+        let mut v: Vec<String> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(names(&ours_dir), names(&fio_dir));
+    for name in names(&fio_dir) {
+        let read = |d: &Path| std::fs::read_to_string(d.join(&name)).unwrap();
+        let (ours, fio) = (read(&ours_dir), read(&fio_dir));
+        assert_eq!(ours.lines().count(), fio.lines().count(), "{name}");
+        for (a, b) in ours.lines().zip(fio.lines()) {
+            let (a, b): (Vec<&str>, Vec<&str>) = (a.split(", ").collect(), b.split(", ").collect());
+            assert_eq!(a.len(), b.len(), "{name}: `{a:?}` vs fio's `{b:?}`");
+            // direction and size alike; offsets are multiples of the size
+            assert_eq!(a[2..4], b[2..4], "{name}");
+            assert_eq!(a[4].parse::<u64>().unwrap() % 8192, 0, "{name}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&base);
+}
