@@ -82,6 +82,7 @@ fn latency_maps(j: &JobReport) -> (Json, Json, Json) {
     let mut all = DirStats::default();
     all.merge(&j.read);
     all.merge(&j.write);
+    all.merge(&j.trim);
     let total = all.total_ios.max(1) as f64;
     let (mut ns, mut us, mut ms) = (Map::new(), Map::new(), Map::new());
     for (unit, label, n) in all.latency_distribution() {
@@ -123,7 +124,7 @@ fn job_json(j: &JobReport, bins: bool) -> Json {
     o.insert("job options".into(), Json::Object(opts));
     o.insert("read".into(), dir_json(&j.read, j, bins));
     o.insert("write".into(), dir_json(&j.write, j, bins));
-    o.insert("trim".into(), dir_json(&DirStats::default(), j, bins));
+    o.insert("trim".into(), dir_json(&j.trim, j, bins));
     o.insert(
         "sync".into(),
         json!({"total_ios": 0, "lat_ns": {"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0, "N": 0}}),

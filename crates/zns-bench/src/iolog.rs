@@ -4,7 +4,7 @@
 //! 3.33's output (docs/bench.md, "Log files"). Writing them is the caller's
 //! (the CLI writes them into the working directory, as fio does).
 
-use crate::job::LogSpec;
+use crate::job::{Ddir, LogSpec};
 
 /// One measured I/O: when it completed, how long it took, what it was.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -13,7 +13,7 @@ pub struct LoggedIo {
     pub done_ns: u64,
     /// Submission to completion, ns (znskit's clat and lat are one).
     pub lat_ns: u64,
-    pub is_read: bool,
+    pub dir: Ddir,
     pub bytes: u64,
     pub offset_bytes: u64,
 }
@@ -25,14 +25,6 @@ pub struct JobIoLog {
     pub number: u32,
     pub spec: LogSpec,
     pub ios: Vec<LoggedIo>,
-}
-
-fn ddir(is_read: bool) -> u8 {
-    if is_read {
-        0
-    } else {
-        1
-    }
 }
 
 impl JobIoLog {
@@ -77,7 +69,7 @@ impl JobIoLog {
                     "{}, {}, {}, {}",
                     io.done_ns / 1_000_000,
                     value(io),
-                    ddir(io.is_read),
+                    io.dir.fio_index(),
                     io.bytes
                 );
                 if self.spec.offset {
@@ -91,21 +83,21 @@ impl JobIoLog {
         let Some(last) = self.ios.iter().map(|io| io.done_ns).max() else {
             return s;
         };
-        let has = |is_read: bool| self.ios.iter().any(|io| io.is_read == is_read);
+        let dirs = [Ddir::Read, Ddir::Write, Ddir::Trim];
+        let has = |dir: Ddir| self.ios.iter().any(|io| io.dir == dir);
         // per window and direction: (ios, bytes, sum of values)
         let windows = (last / window_ns + 1) as usize;
-        let mut acc = vec![[(0u64, 0u64, 0u128); 2]; windows];
+        let mut acc = vec![[(0u64, 0u64, 0u128); 3]; windows];
         for io in &self.ios {
-            let w = &mut acc[(io.done_ns / window_ns) as usize][usize::from(!io.is_read)];
+            let w = &mut acc[(io.done_ns / window_ns) as usize][usize::from(io.dir.fio_index())];
             w.0 += 1;
             w.1 += io.bytes;
             w.2 += u128::from(value(io));
         }
         for (i, w) in acc.iter().enumerate() {
             let end_ms = (i as u64 + 1) * self.spec.avg_msec;
-            for (d, &(ios, bytes, sum)) in w.iter().enumerate() {
-                let is_read = d == 0;
-                if !has(is_read) {
+            for (dir, &(ios, bytes, sum)) in dirs.into_iter().zip(w.iter()) {
+                if !has(dir) {
                     continue;
                 }
                 let v = match avg {
@@ -115,7 +107,7 @@ impl JobIoLog {
                     Avg::KibPerSecond => bytes * 1000 / (self.spec.avg_msec * 1024),
                     Avg::PerSecond => ios * 1000 / self.spec.avg_msec,
                 };
-                let _ = write!(s, "{end_ms}, {v}, {}, 0", ddir(is_read));
+                let _ = write!(s, "{end_ms}, {v}, {}, 0", dir.fio_index());
                 if self.spec.offset {
                     s.push_str(", 0");
                 }
@@ -142,7 +134,7 @@ mod tests {
         LoggedIo {
             done_ns: done_ms * 1_000_000 + 5,
             lat_ns,
-            is_read,
+            dir: if is_read { Ddir::Read } else { Ddir::Write },
             bytes: 4096,
             offset_bytes: 8192,
         }

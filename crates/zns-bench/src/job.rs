@@ -169,8 +169,8 @@ pub static OPTIONS: &[OptionDef] = &[
         "Job name. On the command line each --name starts a new job; in a job file the section name is used unless the section sets name."),
     opt("filename", OptKind::Str, None,
         "Target device (required): a built-in profile (e.g. zn540), a profile TOML file, a device image, raid:… or a real zoned device /dev/… (docs/targets.md)."),
-    aliased(opt("rw", OptKind::Enum(&["read", "write", "randread", "randwrite", "rw", "readwrite", "randrw"]), Some("read"),
-        "I/O pattern: read, write, randread, randwrite, rw/readwrite (sequential mixed), randrw (random mixed)."), &["readwrite"]),
+    aliased(opt("rw", OptKind::Enum(&["read", "write", "randread", "randwrite", "rw", "readwrite", "randrw", "trim", "randtrim"]), Some("read"),
+        "I/O pattern: read, write, randread, randwrite, rw/readwrite (sequential mixed), randrw (random mixed), trim/randtrim (Dataset Management deallocate, sequential or random; conventional namespaces)."), &["readwrite"]),
     opt("rwmixread", OptKind::Int { min: 0, max: 100 }, Some("50"),
         "Percentage of a mixed workload that is reads."),
     opt("rwmixwrite", OptKind::Int { min: 0, max: 100 }, Some("50"),
@@ -492,17 +492,35 @@ impl LogSpec {
 pub struct BlockSizes {
     pub read: BlockSizeDist,
     pub write: BlockSizeDist,
-    /// No trims are issued (`rw=trim` is not supported): kept for reports,
-    /// which print all three as fio does.
+    /// Of `rw=trim`/`randtrim` jobs.
     pub trim: BlockSizeDist,
 }
 
+/// An I/O's direction, as fio counts them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ddir {
+    Read,
+    Write,
+    Trim,
+}
+
+impl Ddir {
+    /// fio's number for the direction (its log files' third column).
+    pub fn fio_index(self) -> u8 {
+        match self {
+            Ddir::Read => 0,
+            Ddir::Write => 1,
+            Ddir::Trim => 2,
+        }
+    }
+}
+
 impl BlockSizes {
-    pub fn for_dir(&self, is_read: bool) -> &BlockSizeDist {
-        if is_read {
-            &self.read
-        } else {
-            &self.write
+    pub fn for_dir(&self, dir: Ddir) -> &BlockSizeDist {
+        match dir {
+            Ddir::Read => &self.read,
+            Ddir::Write => &self.write,
+            Ddir::Trim => &self.trim,
         }
     }
 
@@ -946,17 +964,26 @@ pub enum Rw {
     /// `rw` / `readwrite`: sequential mixed.
     ReadWrite,
     RandRw,
+    /// `trim`: sequential deallocates (Dataset Management).
+    Trim,
+    RandTrim,
 }
 
 impl Rw {
     pub fn has_reads(self) -> bool {
-        !matches!(self, Rw::Write | Rw::RandWrite)
+        matches!(self, Rw::Read | Rw::RandRead | Rw::ReadWrite | Rw::RandRw)
     }
     pub fn has_writes(self) -> bool {
-        !matches!(self, Rw::Read | Rw::RandRead)
+        matches!(self, Rw::Write | Rw::RandWrite | Rw::ReadWrite | Rw::RandRw)
+    }
+    pub fn is_trim(self) -> bool {
+        matches!(self, Rw::Trim | Rw::RandTrim)
     }
     pub fn is_random(self) -> bool {
-        matches!(self, Rw::RandRead | Rw::RandWrite | Rw::RandRw)
+        matches!(
+            self,
+            Rw::RandRead | Rw::RandWrite | Rw::RandRw | Rw::RandTrim
+        )
     }
     /// fio's spelling.
     pub fn as_str(self) -> &'static str {
@@ -967,6 +994,8 @@ impl Rw {
             Rw::RandWrite => "randwrite",
             Rw::ReadWrite => "rw",
             Rw::RandRw => "randrw",
+            Rw::Trim => "trim",
+            Rw::RandTrim => "randtrim",
         }
     }
 }
@@ -1472,6 +1501,8 @@ fn resolve(s: &Section, group: u32) -> Result<JobSpec, JobError> {
         Some("randwrite") => Rw::RandWrite,
         Some("rw") | Some("readwrite") => Rw::ReadWrite,
         Some("randrw") => Rw::RandRw,
+        Some("trim") => Rw::Trim,
+        Some("randtrim") => Rw::RandTrim,
         _ => Rw::Read,
     };
     let has_r = s.opts.values.contains_key("rwmixread");
@@ -1512,6 +1543,7 @@ fn resolve(s: &Section, group: u32) -> Result<JobSpec, JobError> {
     };
     let block_sizes = combine_block_sizes(&sizes("bs"), &sizes("bsrange"), &sizes("bssplit"));
     let bs = match (rw.has_reads(), rw.has_writes()) {
+        _ if rw.is_trim() => block_sizes.trim.min_bytes(),
         (true, false) => block_sizes.read.min_bytes(),
         (false, true) => block_sizes.write.min_bytes(),
         _ => block_sizes

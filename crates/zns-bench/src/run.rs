@@ -34,7 +34,7 @@ use zns_sim::sync::Notify;
 use zns_sim::{Handle, Runtime, SimRng};
 use zns_target::{Devices, Geometry, Target};
 
-use crate::job::{HostStack, JobSpec, Precondition, Rw, ZoneMode, ZoneOp};
+use crate::job::{Ddir, HostStack, JobSpec, Precondition, Rw, ZoneMode, ZoneOp};
 use crate::randmap::BlockPermutation;
 use crate::stats::DirStats;
 
@@ -75,6 +75,7 @@ pub struct JobReport {
     pub jobs: u32,
     pub read: DirStats,
     pub write: DirStats,
+    pub trim: DirStats,
     /// Timed zone-management commands by [`ZONE_OP_KEYS`] name.
     pub zone_ops: BTreeMap<&'static str, DirStats>,
     /// Measured virtual time (after ramp), ns.
@@ -417,6 +418,7 @@ fn merge_group(group: Vec<(JobReport, bool)>, gid: u32) -> Vec<JobReport> {
             merged.jobs += r.jobs;
             merged.read.merge(&r.read);
             merged.write.merge(&r.write);
+            merged.trim.merge(&r.trim);
             for (k, v) in &r.zone_ops {
                 merged.zone_ops.entry(k).or_default().merge(v);
             }
@@ -466,6 +468,9 @@ fn job_block_sizes(spec: &JobSpec) -> Vec<u64> {
     if spec.rw.has_writes() {
         sizes.extend(spec.block_sizes.write.sizes_to_check());
     }
+    if spec.rw.is_trim() {
+        sizes.extend(spec.block_sizes.trim.sizes_to_check());
+    }
     sizes
 }
 
@@ -483,6 +488,20 @@ fn validate(spec: &JobSpec, target: &Target, geo: &Geometry) -> Result<(), Strin
     }
     let zoned = target.zoned().is_some();
     let lba = geo.lba_bytes;
+    if spec.rw.is_trim() {
+        if zoned {
+            return Err(format!(
+                "rw={}: a zoned namespace has no deallocate (fio turns trims into zone resets there): use zone_op=reset",
+                spec.rw.as_str()
+            ));
+        }
+        if spec.rate.is_some() || spec.rate_iops.is_some() {
+            return Err(format!(
+                "rw={}: rate and rate_iops limit reads and writes only here",
+                spec.rw.as_str()
+            ));
+        }
+    }
     for bytes in job_block_sizes(spec) {
         if bytes % lba != 0 {
             return Err(format!(
@@ -738,6 +757,7 @@ struct JobState {
     flow_count: u64,
     read: DirStats,
     write: DirStats,
+    trim: DirStats,
     ops: BTreeMap<&'static str, DirStats>,
     resets: u64,
     last_done_ns: u64,
@@ -756,6 +776,8 @@ enum OpZone {
 /// What a worker does next.
 enum Step {
     Read(u64, u64),
+    /// slba, bytes: a Dataset Management deallocate.
+    Trim(u64, u64),
     /// slba, bytes, zone index (or usize::MAX outside zbd).
     Write(u64, u64, usize),
     Append(u64, u64, usize),
@@ -855,6 +877,7 @@ impl JobRun {
                 flow_count: 0,
                 read: DirStats::default(),
                 write: DirStats::default(),
+                trim: DirStats::default(),
                 ops: BTreeMap::new(),
                 resets: 0,
                 last_done_ns: 0,
@@ -1056,6 +1079,7 @@ impl JobRun {
             jobs: 1,
             read: std::mem::take(&mut st.read),
             write: std::mem::take(&mut st.write),
+            trim: std::mem::take(&mut st.trim),
             zone_ops: std::mem::take(&mut st.ops),
             runtime_ns: end.saturating_sub(self.measure_from.get()),
             zone_resets: st.resets,
@@ -1377,12 +1401,16 @@ impl JobRun {
                 }
                 Step::Read(slba, n) => {
                     let r = self.target.read(slba, &mut buf[..n as usize]).await;
-                    self.record(true, n, slba, submit, r);
+                    self.record(Ddir::Read, n, slba, submit, r);
+                }
+                Step::Trim(slba, n) => {
+                    let r = self.target.discard(slba, n / self.lba).await;
+                    self.record(Ddir::Trim, n, slba, submit, r);
                 }
                 Step::Write(slba, n, zi) => {
                     let r = self.target.write(slba, &buf[..n as usize]).await;
                     let ok = r.is_ok();
-                    self.record(false, n, slba, submit, r);
+                    self.record(Ddir::Write, n, slba, submit, r);
                     if ok && zi != usize::MAX {
                         self.zone_write_done(zi, n / self.lba).await?;
                     }
@@ -1396,7 +1424,7 @@ impl JobRun {
                     let slba = *r.as_ref().unwrap_or(&zslba);
                     let r = r.map(|_| ());
                     let ok = r.is_ok();
-                    self.record(false, n, slba, submit, r);
+                    self.record(Ddir::Write, n, slba, submit, r);
                     if ok {
                         self.zone_write_done(zi, n / self.lba).await?;
                     }
@@ -1438,19 +1466,12 @@ impl JobRun {
         }
     }
 
-    fn record(
-        &self,
-        is_read: bool,
-        bytes: u64,
-        slba: u64,
-        submit: u64,
-        res: Result<(), NvmeError>,
-    ) {
+    fn record(&self, dir: Ddir, bytes: u64, slba: u64, submit: u64, res: Result<(), NvmeError>) {
         let now = self.handle.now_ns();
-        if is_read {
-            self.shared.read_ios.set(self.shared.read_ios.get() + 1);
-        } else {
-            self.shared.write_ios.set(self.shared.write_ios.get() + 1);
+        match dir {
+            Ddir::Read => self.shared.read_ios.set(self.shared.read_ios.get() + 1),
+            Ddir::Write => self.shared.write_ios.set(self.shared.write_ios.get() + 1),
+            Ddir::Trim => {}
         }
         if self.spec.flow != 0 {
             // flow-controlled jobs may now be under their share
@@ -1466,13 +1487,17 @@ impl JobRun {
         }
         st.last_done_ns = st.last_done_ns.max(now);
         let since = now - self.measure_from.get();
-        let d = if is_read { &mut st.read } else { &mut st.write };
+        let d = match dir {
+            Ddir::Read => &mut st.read,
+            Ddir::Write => &mut st.write,
+            Ddir::Trim => &mut st.trim,
+        };
         d.add(bytes, now - submit, since);
         if self.spec.logs.any() {
             st.io_log.push(crate::iolog::LoggedIo {
                 done_ns: since,
                 lat_ns: now - submit,
-                is_read,
+                dir,
                 bytes,
                 offset_bytes: slba * self.lba,
             });
@@ -1590,15 +1615,25 @@ impl JobRun {
                 }
             }
         }
-        let mut is_read = match self.spec.rw {
-            Rw::Read | Rw::RandRead => true,
-            Rw::Write | Rw::RandWrite => false,
-            Rw::ReadWrite | Rw::RandRw => st.rng.below_u64(100) < u64::from(self.spec.rwmixread),
+        let mut dir = match self.spec.rw {
+            Rw::Read | Rw::RandRead => Ddir::Read,
+            Rw::Write | Rw::RandWrite => Ddir::Write,
+            Rw::Trim | Rw::RandTrim => Ddir::Trim,
+            Rw::ReadWrite | Rw::RandRw => {
+                if st.rng.below_u64(100) < u64::from(self.spec.rwmixread) {
+                    Ddir::Read
+                } else {
+                    Ddir::Write
+                }
+            }
         };
-        if is_read && self.zbd() && st.read_zones.is_empty() && self.spec.rw.has_writes() {
+        if dir == Ddir::Read && self.zbd() && st.read_zones.is_empty() && self.spec.rw.has_writes()
+        {
             // nothing below a write pointer yet: write first
-            is_read = false;
+            dir = Ddir::Write;
         }
+        // (trims have no rate limits: validate refuses rate= on trim jobs)
+        let is_read = dir == Ddir::Read;
         // rate limits: the next I/O of a direction may not start before
         // start + issued / rate
         let started = self.started_ns.get();
@@ -1630,7 +1665,7 @@ impl JobRun {
             let rng = &mut st.rng;
             self.spec
                 .block_sizes
-                .for_dir(is_read)
+                .for_dir(dir)
                 .pick(|n| rng.below_u64(n))
         };
         let step = if self.zbd() {
@@ -1661,24 +1696,28 @@ impl JobRun {
                 o
             };
             let slba = (self.start + off) / self.lba;
-            if is_read {
-                Step::Read(slba, bs)
-            } else {
-                Step::Write(slba, bs, usize::MAX)
+            match dir {
+                Ddir::Read => Step::Read(slba, bs),
+                Ddir::Write => Step::Write(slba, bs, usize::MAX),
+                Ddir::Trim => Step::Trim(slba, bs),
             }
         };
         let bytes = match step {
-            Step::Read(_, n) | Step::Write(_, n, _) | Step::Append(_, n, _) => n,
+            Step::Read(_, n) | Step::Write(_, n, _) | Step::Append(_, n, _) | Step::Trim(_, n) => n,
             _ => return step,
         };
         st.issued_bytes += bytes;
         st.issued_ios += 1;
-        if is_read {
-            st.issued_read_bytes += bytes;
-            st.issued_read_ios += 1;
-        } else {
-            st.issued_write_bytes += bytes;
-            st.issued_write_ios += 1;
+        match dir {
+            Ddir::Read => {
+                st.issued_read_bytes += bytes;
+                st.issued_read_ios += 1;
+            }
+            Ddir::Write => {
+                st.issued_write_bytes += bytes;
+                st.issued_write_ios += 1;
+            }
+            Ddir::Trim => {}
         }
         if self.spec.flow != 0 {
             st.flow_count += 1;

@@ -661,3 +661,29 @@ fn log_files_are_laid_out_as_fio_writes_them() {
     }
     let _ = std::fs::remove_dir_all(&base);
 }
+
+/// rw=trim / randtrim deallocate a conventional namespace, reported in
+/// fio's `trim` section as fio reports them; a zoned namespace refuses them.
+#[test]
+fn trims_are_reported_as_fio_reports_them() {
+    for rw in ["--rw=trim", "--rw=randtrim"] {
+        let opts = [rw, "--name=t", "--bs=64k", "--size=8m"];
+        let mut ours_args = vec!["bench", "--output-format=json", "--filename=tiny-ftl"];
+        ours_args.extend(opts);
+        let ours = ok_json(&ours_args);
+        let fio = real_fio_json(&opts);
+        for key in ["io_bytes", "total_ios"] {
+            let path = format!("trim.{key}");
+            assert_eq!(
+                num(&ours["jobs"][0], &path),
+                num(&fio["jobs"][0], &path),
+                "{rw} {key}"
+            );
+        }
+        assert_eq!(num(&ours["jobs"][0], "trim.total_ios"), 128.0);
+        assert_eq!(num(&ours["jobs"][0], "write.total_ios"), 0.0);
+    }
+    let o = zns(&["bench", "--name=t", "--filename=tiny", "--rw=trim"]);
+    assert_eq!(o.status.code(), Some(3), "bad input");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("zone_op=reset"));
+}

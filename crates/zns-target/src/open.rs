@@ -104,6 +104,15 @@ impl Target {
         }
     }
 
+    /// Dataset Management deallocate (TRIM) of `nlb` blocks at `slba`; a
+    /// zoned namespace has none (its zones are reset): Invalid Opcode.
+    pub async fn discard(&self, slba: u64, nlb: u64) -> Result<(), NvmeError> {
+        match self {
+            Target::Zoned(_) => Err(zns_core::NvmeStatus::InvalidOpcode.into()),
+            Target::Block(b) => b.discard(slba, nlb).await,
+        }
+    }
+
     pub async fn flush(&self) -> Result<(), NvmeError> {
         match self {
             Target::Zoned(z) => z.flush().await,
