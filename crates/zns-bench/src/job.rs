@@ -245,6 +245,12 @@ pub static OPTIONS: &[OptionDef] = &[
         "Random I/O need not cover every block exactly once."),
     aliased(opt("stonewall", OptKind::Bool, Some("0"),
         "Wait for all earlier jobs to finish before starting; starts a new reporting group."), &["wait_for_previous"]),
+    opt("verify", OptKind::Enum(&["0", "none", "crc32c", "crc32c-intel", "md5"]), Some("0"),
+        "Write blocks that can be checked (a header with the block's offset and a crc32c or md5 checksum) and check them: a write job reads back what it wrote when its writes are done (do_verify), a read job checks every block it reads (docs/bench.md, Verify). The devices keep their data in memory for the run."),
+    opt("do_verify", OptKind::Bool, Some("1"),
+        "With verify=, a write job reads back and checks what it wrote once its writes are done."),
+    opt("verify_fatal", OptKind::Bool, Some("0"),
+        "Accepted as fio's: here, as fio does without continue_on_error, the first bad block ends the job (error 84, EILSEQ) whether it is set or not."),
     opt("write_lat_log", OptKind::LogPrefix, None,
         "Write every I/O's latencies as fio does: PREFIX_lat.N.log, PREFIX_clat.N.log, PREFIX_slat.N.log (N = the job's number, from 1), lines `msec, nsec, direction, bytes[, offset], prio` (docs/bench.md)."),
     opt("write_bw_log", OptKind::LogPrefix, None,
@@ -1071,6 +1077,9 @@ pub struct JobSpec {
     pub bs: u64,
     /// Each I/O's size, per direction (`bs`, `bsrange`, `bssplit`).
     pub block_sizes: BlockSizes,
+    /// `verify=`: the checksum the job's blocks carry (`None`: no verify).
+    pub verify: Option<crate::verify::VerifyKind>,
+    pub do_verify: bool,
     /// fio's per-I/O logs (`write_lat_log`, `write_bw_log`,
     /// `write_iops_log`, `log_avg_msec`, `log_offset`).
     pub logs: LogSpec,
@@ -1563,7 +1572,14 @@ fn resolve(s: &Section, group: u32) -> Result<JobSpec, JobError> {
         avg_msec: int("log_avg_msec", 0).max(0) as u64,
         offset: b("log_offset"),
     };
+    let verify = match word("verify") {
+        Some("crc32c") | Some("crc32c-intel") => Some(crate::verify::VerifyKind::Crc32c),
+        Some("md5") => Some(crate::verify::VerifyKind::Md5),
+        _ => None,
+    };
     let spec = JobSpec {
+        verify,
+        do_verify: b("do_verify"),
         name,
         group,
         filename: match g("filename") {

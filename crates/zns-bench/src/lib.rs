@@ -2,7 +2,8 @@
 //! include and `${NAME}` rules in `jobtext`) and fio-style command lines,
 //! zonemode=zbd semantics, virtual-time execution against any device
 //! zns-target opens (`run`), fio-style text and JSON output (`text`,
-//! `fio_json`, and fio's per-I/O log files in `iolog`), the fidelity suite against the ZN540's published figures
+//! `fio_json`, and fio's per-I/O log files in `iolog`), fio's `verify=`
+//! (`verify`), the fidelity suite against the ZN540's published figures
 //! (`fidelity`, `plot`) and the ZRAID paper's emulated figures
 //! (`repro_zraid`).
 
@@ -17,3 +18,4 @@ pub mod repro_zraid;
 pub mod run;
 pub mod stats;
 pub mod text;
+pub mod verify;

@@ -96,13 +96,30 @@ pub struct JobReport {
     pub error: Option<JobFailure>,
 }
 
-/// An I/O error that ended a job.
+/// An error that ended a job: an I/O error, or blocks that failed their
+/// verification.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobFailure {
-    /// The errno Linux's NVMe driver gives for the status (fio's `error`).
+    /// fio's `error`: the errno Linux's NVMe driver gives for the status,
+    /// or EILSEQ (84) for a verification failure, as fio reports it.
     pub errno: i32,
-    pub err: NvmeError,
+    pub cause: FailureCause,
 }
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FailureCause {
+    #[error("I/O error: {0}")]
+    Io(NvmeError),
+    #[error("{bad_blocks} block(s) failed verification; the first: {first}")]
+    Verify {
+        bad_blocks: u64,
+        first: crate::verify::VerifyError,
+    },
+}
+
+/// fio's errno for a verification failure (EILSEQ).
+const EILSEQ: i32 = 84;
 
 impl RunReport {
     /// Every job that ended on an I/O error, as a message (empty: none).
@@ -111,7 +128,7 @@ impl RunReport {
             .iter()
             .filter_map(|j| {
                 let f = j.error.as_ref()?;
-                Some(format!("job {}: I/O error: {}", j.name, f.err))
+                Some(format!("job {}: {}", j.name, f.cause))
             })
             .collect()
     }
@@ -186,7 +203,15 @@ pub fn run_jobs_interruptible(
         Runtime::new(seed)
     };
     let handle = rt.handle();
-    let mut devices = Devices::default();
+    // verify= reads back what was written: the devices keep their data
+    let mut devices = if specs.iter().any(|s| s.verify.is_some()) {
+        Devices::with_options(zns_target::OpenOptions {
+            store: zns_target::StoreKind::Memory,
+            ..zns_target::OpenOptions::default()
+        })
+    } else {
+        Devices::default()
+    };
     let mut groups: BTreeMap<u32, Vec<&JobSpec>> = BTreeMap::new();
     for spec in specs {
         groups.entry(spec.group).or_default().push(spec);
@@ -733,6 +758,13 @@ struct JobState {
     rng: SimRng,
     /// Measured I/Os, kept only when the job writes fio logs.
     io_log: Vec<crate::iolog::LoggedIo>,
+    /// verify=: the blocks written so far, by byte offset: (bytes, payload
+    /// seed); the do_verify pass reads them back.
+    written: BTreeMap<u64, (u64, u64)>,
+    /// verify=: seeds handed out (each block's payload seed follows).
+    verify_seq: u64,
+    verify_failures: u64,
+    verify_error: Option<crate::verify::VerifyError>,
     issued_bytes: u64,
     issued_read_bytes: u64,
     issued_write_bytes: u64,
@@ -858,6 +890,10 @@ impl JobRun {
             st: RefCell::new(JobState {
                 rng,
                 io_log: Vec::new(),
+                written: BTreeMap::new(),
+                verify_seq: 0,
+                verify_failures: 0,
+                verify_error: None,
                 issued_bytes: 0,
                 issued_read_bytes: 0,
                 issued_write_bytes: 0,
@@ -1064,10 +1100,20 @@ impl JobRun {
             Err(e) => return Err(e),
             Ok(()) => st.error,
         };
-        let error = failed.map(|err| JobFailure {
-            errno: zns_linux::errno_for_status(err.status),
-            err,
-        });
+        let error = match (failed, st.verify_error.take()) {
+            (Some(err), _) => Some(JobFailure {
+                errno: zns_linux::errno_for_status(err.status),
+                cause: FailureCause::Io(err),
+            }),
+            (None, Some(first)) => Some(JobFailure {
+                errno: EILSEQ,
+                cause: FailureCause::Verify {
+                    bad_blocks: st.verify_failures,
+                    first,
+                },
+            }),
+            (None, None) => None,
+        };
         let end = if self.deadline.get() != u64::MAX {
             st.last_done_ns.min(self.deadline.get())
         } else {
@@ -1186,7 +1232,100 @@ impl JobRun {
                 }
             }
         }
+        first_err?;
+        self.verify_pass().await
+    }
+
+    /// verify= with do_verify: once the writes are done, read back every
+    /// block written (in offset order, `iodepth` at a time, as fio's verify
+    /// phase; the reads count as reads) and check it.
+    async fn verify_pass(self: Rc<Self>) -> Result<(), RunError> {
+        let Some(kind) = self.spec.verify else {
+            return Ok(());
+        };
+        let failed = self.st.borrow().verify_error.is_some();
+        if !self.spec.do_verify || self.abort.get() || failed {
+            return Ok(());
+        }
+        let queue: Rc<RefCell<std::collections::VecDeque<(u64, u64)>>> = Rc::new(RefCell::new(
+            std::mem::take(&mut self.st.borrow_mut().written)
+                .into_iter()
+                .map(|(off, (bytes, _seed))| (off, bytes))
+                .collect(),
+        ));
+        let mut handles = Vec::new();
+        for _ in 0..self.spec.effective_iodepth().max(1) {
+            let me = self.clone();
+            let queue = queue.clone();
+            handles.push(self.handle.spawn(async move {
+                let mut buf = vec![0u8; max_block_bytes(&me.spec) as usize];
+                loop {
+                    if me.st.borrow().verify_error.is_some() {
+                        return Ok(());
+                    }
+                    let Some((off, bytes)) = queue.borrow_mut().pop_front() else {
+                        return Ok(());
+                    };
+                    let slba = off / me.lba;
+                    let submit = me.handle.now_ns();
+                    let block = &mut buf[..bytes as usize];
+                    let r = me.target.read(slba, block).await;
+                    let ok = r.is_ok();
+                    me.record(Ddir::Read, bytes, slba, submit, r);
+                    if !ok {
+                        // (the job's report carries the I/O error)
+                        return Ok(());
+                    }
+                    me.check_verified(block, kind, off);
+                }
+            }));
+        }
+        let mut first_err = Ok(());
+        for h in handles {
+            if let Err(e) = h.await {
+                if first_err.is_ok() {
+                    first_err = Err(e);
+                }
+            }
+        }
         first_err
+    }
+
+    /// Checks a block read at `off` (bytes); a bad one is counted and the
+    /// first kept for the report.
+    fn check_verified(&self, block: &[u8], kind: crate::verify::VerifyKind, off: u64) {
+        if let Err(e) = crate::verify::check_block(block, kind, off) {
+            let mut st = self.st.borrow_mut();
+            st.verify_failures += 1;
+            st.verify_error.get_or_insert(e);
+        }
+    }
+
+    /// verify=: fills the block about to be written at `off` (bytes; an
+    /// append's is unknown until the device assigns it); its seed.
+    fn fill_verified(&self, block: &mut [u8], off: Option<u64>) -> u64 {
+        let Some(kind) = self.spec.verify else {
+            return 0;
+        };
+        let seed = {
+            let mut st = self.st.borrow_mut();
+            st.verify_seq += 1;
+            st.verify_seq
+        };
+        let off = off.unwrap_or(crate::verify::OFFSET_ASSIGNED_BY_DEVICE);
+        crate::verify::fill_block(block, kind, off, seed);
+        seed
+    }
+
+    /// verify= with do_verify: a block written at `off` (bytes); earlier
+    /// blocks it overlaps are gone.
+    fn remember_written(&self, off: u64, bytes: u64, seed: u64) {
+        if self.spec.verify.is_none() || !self.spec.do_verify {
+            return;
+        }
+        let mut st = self.st.borrow_mut();
+        forget_range(&mut st.written, off, off + bytes);
+        st.written.insert(off, (bytes, seed));
     }
 
     fn worker_count(&self) -> u32 {
@@ -1401,22 +1540,35 @@ impl JobRun {
                 }
                 Step::Read(slba, n) => {
                     let r = self.target.read(slba, &mut buf[..n as usize]).await;
+                    let ok = r.is_ok();
                     self.record(Ddir::Read, n, slba, submit, r);
+                    if let (true, Some(kind)) = (ok, self.spec.verify) {
+                        self.check_verified(&buf[..n as usize], kind, slba * self.lba);
+                        // a bad block ends the job, as in fio
+                        if self.st.borrow().verify_error.is_some() {
+                            return Ok(());
+                        }
+                    }
                 }
                 Step::Trim(slba, n) => {
                     let r = self.target.discard(slba, n / self.lba).await;
                     self.record(Ddir::Trim, n, slba, submit, r);
                 }
                 Step::Write(slba, n, zi) => {
+                    let seed = self.fill_verified(&mut buf[..n as usize], Some(slba * self.lba));
                     let r = self.target.write(slba, &buf[..n as usize]).await;
                     let ok = r.is_ok();
                     self.record(Ddir::Write, n, slba, submit, r);
+                    if ok {
+                        self.remember_written(slba * self.lba, n, seed);
+                    }
                     if ok && zi != usize::MAX {
                         self.zone_write_done(zi, n / self.lba).await?;
                     }
                 }
                 Step::Append(zslba, n, zi) => {
                     let dev = self.target.zoned().expect("zoned target");
+                    let seed = self.fill_verified(&mut buf[..n as usize], None);
                     let r = dev
                         .append(zslba, &buf[..n as usize], zns_core::IoFlags::NONE)
                         .await;
@@ -1426,6 +1578,7 @@ impl JobRun {
                     let ok = r.is_ok();
                     self.record(Ddir::Write, n, slba, submit, r);
                     if ok {
+                        self.remember_written(slba * self.lba, n, seed);
                         self.zone_write_done(zi, n / self.lba).await?;
                     }
                 }
@@ -1453,6 +1606,9 @@ impl JobRun {
                             z.zrwa = false;
                             st.resets += 1;
                             st.read_zones.retain(|&i| i != zi);
+                            // what the zone held is gone: nothing to verify
+                            let from = zslba * self.lba;
+                            forget_range(&mut st.written, from, from + self.geo.zone_bytes);
                         }
                     }
                     self.shared.changed.notify_waiters();
@@ -1903,5 +2059,20 @@ impl JobRun {
         } else {
             Step::Write(slba, n * self.lba, zi)
         }
+    }
+}
+
+/// Drops the blocks of `written` (offset → (bytes, seed)) that overlap
+/// `from..to` (bytes).
+fn forget_range(written: &mut BTreeMap<u64, (u64, u64)>, from: u64, to: u64) {
+    // a block starting before `from` may reach into the range
+    let before = written
+        .range(..from)
+        .next_back()
+        .filter(|(&off, &(bytes, _))| off + bytes > from)
+        .map(|(&off, _)| off);
+    let inside: Vec<u64> = written.range(from..to).map(|(&off, _)| off).collect();
+    for off in before.into_iter().chain(inside) {
+        written.remove(&off);
     }
 }

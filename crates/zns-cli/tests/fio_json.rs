@@ -687,3 +687,65 @@ fn trims_are_reported_as_fio_reports_them() {
     assert_eq!(o.status.code(), Some(3), "bad input");
     assert!(String::from_utf8_lossy(&o.stderr).contains("zone_op=reset"));
 }
+
+/// verify=: a write job reads back and checks what it wrote (the reads
+/// counted as reads, as real fio counts them on a file), and a block
+/// overwritten behind its back fails a verifying read job with fio's error
+/// 84 (EILSEQ), ending the run non-zero.
+#[test]
+fn verify_reads_back_and_catches_a_spoiled_block() {
+    let file = std::env::temp_dir().join(format!("zns-verify-{}.dat", std::process::id()));
+    let file_arg = format!("--filename={}", file.display());
+    for rw in ["--rw=write", "--rw=randwrite"] {
+        let opts = ["--name=w", rw, "--bs=4k", "--size=2m", "--verify=crc32c"];
+        let mut ours_args = vec!["bench", "--output-format=json", "--filename=tiny-ftl"];
+        ours_args.extend(opts);
+        let ours = ok_json(&ours_args);
+        let out = Command::new("fio")
+            .args(opts)
+            .args([file_arg.as_str(), "--output-format=json"])
+            .output()
+            .expect("fio");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let fio: Value =
+            serde_json::from_str(&text[text.find('{').expect("fio's JSON")..]).unwrap();
+        for path in ["read.io_bytes", "write.io_bytes", "error"] {
+            assert_eq!(
+                num(&ours["jobs"][0], path),
+                num(&fio["jobs"][0], path),
+                "{rw} {path}"
+            );
+        }
+    }
+    let _ = std::fs::remove_file(&file);
+
+    let dir = std::env::temp_dir().join(format!("zns-verify-job-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let job_file = dir.join("spoil.fio");
+    std::fs::write(
+        &job_file,
+        "[global]\nfilename=tiny-ftl\nbs=4k\nsize=2m\n\
+         [w]\nrw=write\nverify=md5\ndo_verify=0\n\
+         [spoil]\nstonewall\nrw=write\noffset=1m\nsize=8k\n\
+         [check]\nstonewall\nrw=read\nverify=md5\n",
+    )
+    .unwrap();
+    let o = zns(&["bench", "--output-format=json", job_file.to_str().unwrap()]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&o.stdout).expect("the report is printed first");
+    let check = job(&doc, "check");
+    assert_eq!(num(check, "error"), 84.0);
+    // it read up to and including the first spoiled block, as fio stops
+    assert_eq!(num(check, "read.io_bytes"), (1024 * 1024 + 4096) as f64);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("failed verification") && err.contains("offset 1048576"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

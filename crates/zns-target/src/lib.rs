@@ -61,3 +61,5 @@ pub use open::{is_real_device, open, Devices, Geometry, OpenOptions, OpenedDevic
 pub use raid::RaidSpec;
 pub use size::{check_whole_blocks, parse_bytes};
 pub use spec::TargetSpec;
+/// What an opened emulated device keeps of the data ([`OpenOptions::store`]).
+pub use zns_device::StoreKind;

@@ -293,14 +293,24 @@ impl OpenedDevice {
 }
 
 /// The devices a run has opened, by device name: each is opened on first
-/// use (timing only, `OpenOptions::default()`) and shared by every client
-/// naming it.
+/// use (timing only, `OpenOptions::default()`, unless made
+/// [`Devices::with_options`]) and shared by every client naming it.
 #[derive(Default)]
 pub struct Devices {
     opened: BTreeMap<String, OpenedDevice>,
+    options: OpenOptions,
 }
 
 impl Devices {
+    /// Devices opened with `options` (e.g. keeping data in memory, for a
+    /// run that checks what it reads back).
+    pub fn with_options(options: OpenOptions) -> Devices {
+        Devices {
+            opened: BTreeMap::new(),
+            options,
+        }
+    }
+
     /// The namespace `nsid` (see [`OpenedDevice::target`]) of the device
     /// `name` names, opening it on first use. Errors start with
     /// `filename={name}` or `nsid=N`.
@@ -312,8 +322,8 @@ impl Devices {
     ) -> Result<Target, String> {
         if !self.opened.contains_key(name) {
             let spec = TargetSpec::parse(name).map_err(|e| format!("filename={name}: {e}"))?;
-            let dev = open(rt, &spec, &OpenOptions::default())
-                .map_err(|e| format!("filename={name}: {e}"))?;
+            let dev =
+                open(rt, &spec, &self.options).map_err(|e| format!("filename={name}: {e}"))?;
             self.opened.insert(name.to_string(), dev);
         }
         self.opened[name].target(name, nsid)
