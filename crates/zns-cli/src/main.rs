@@ -712,8 +712,15 @@ fn zone(cmd: ZoneCommand) -> Result<ExitCode, CliError> {
                 slba: lba,
                 select_all: false,
             };
-            timed(&mut rt, &target, "zrwa-flush", |d| d.zone_send(cmd), &dev)
-                .map(|_| ExitCode::SUCCESS)
+            timed(
+                &mut rt,
+                &target,
+                "zrwa-flush",
+                None,
+                |d| d.zone_send(cmd),
+                &dev,
+            )
+            .map(|_| ExitCode::SUCCESS)
         }
         ZoneCommand::Write { target, slba, data } => {
             let dev = open_target(&rt, &target.image, target.nsid)?;
@@ -723,6 +730,7 @@ fn zone(cmd: ZoneCommand) -> Result<ExitCode, CliError> {
                 &mut rt,
                 &target,
                 "write",
+                None,
                 |d| d.write(slba, &buf, flags),
                 &dev,
             )
@@ -749,6 +757,7 @@ fn zone(cmd: ZoneCommand) -> Result<ExitCode, CliError> {
                 &mut rt,
                 &target,
                 "append",
+                Some("assigned_lba"),
                 |d| d.append(zslba, &buf, flags),
                 &dev,
             )
@@ -826,16 +835,18 @@ fn zone_send(
         slba,
         select_all: sel.all,
     };
-    timed(rt, &target, action.name(), |d| d.zone_send(cmd), &dev)?;
+    timed(rt, &target, action.name(), None, |d| d.zone_send(cmd), &dev)?;
     Ok(ExitCode::SUCCESS)
 }
 
 /// Runs one command, prints its status and virtual latency plus the zone it
-/// touched; a device error becomes exit code 1.
-fn timed<'a, T: serde::Serialize + std::fmt::Debug>(
+/// touched and, under `result_key` (`assigned_lba`: the name replay uses
+/// too), what it returned; a device error becomes exit code 1.
+fn timed<'a, T: serde::Serialize>(
     rt: &mut Runtime,
     target: &Target,
     op: &str,
+    result_key: Option<&str>,
     f: impl FnOnce(&'a EmulatedZns) -> zns_core::CmdFuture<'a, T>,
     dev: &'a EmulatedZns,
 ) -> Result<T, CliError> {
@@ -845,16 +856,15 @@ fn timed<'a, T: serde::Serialize + std::fmt::Debug>(
     match result {
         Ok(v) => {
             if target.json {
-                outln!(
-                    "{}",
-                    serde_json::json!({"op": op, "status": StatusReport::success(), "latency_ns": latency_ns, "result": v})
-                );
+                let mut doc = serde_json::json!({"op": op, "status": StatusReport::success(), "latency_ns": latency_ns});
+                if let Some(key) = result_key {
+                    doc[key] = serde_json::json!(v);
+                }
+                outln!("{doc}");
             } else {
-                let extra = format!("{v:?}");
-                let extra = if extra == "()" {
-                    String::new()
-                } else {
-                    format!(", result {extra}")
+                let extra = match (result_key, serde_json::json!(v).as_u64()) {
+                    (Some(key), Some(n)) => format!(", {} {n:#x}", key.replace('_', " ")),
+                    _ => String::new(),
                 };
                 outln!(
                     "{op}: Success in {:.2} us (virtual){extra}",
@@ -905,10 +915,7 @@ fn replay(args: ReplayArgs) -> Result<ExitCode, CliError> {
             failures += 1;
         }
         if args.json {
-            outln!(
-                "{}",
-                serde_json::to_string(r).map_err(|e| CliError::Io(e.to_string()))?
-            );
+            outln!("{}", output::trace_result_json(r));
         } else {
             out!("{}", output::trace_result_text(r));
         }

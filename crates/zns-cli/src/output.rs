@@ -206,18 +206,27 @@ pub fn probe_text(r: &ProbeReport) -> String {
 /// (`nr_zones`, `zone_list` with `slba`, `wp`, `cap`, `state`, `type`, `attrs`),
 /// so scripts written for nvme-cli parse it.
 pub fn report_json(zones: &[ZoneDescriptor]) -> serde_json::Value {
-    let list: Vec<serde_json::Value> = zones
-        .iter()
-        .map(|z| {
-            serde_json::json!({
-                "slba": z.start_lba,
-                "wp": z.write_pointer,
-                "cap": z.capacity_lbas,
-                "state": z.state.nvme_cli_name(),
-                "type": "SEQWRITE_REQ",
-                "attrs": (z.attributes.finished_by_controller as u8) | ((z.attributes.zrwa_valid as u8) << 3),
-            })
-        })
-        .collect();
+    let list: Vec<serde_json::Value> = zones.iter().map(zone_json).collect();
     serde_json::json!({ "nr_zones": zones.len(), "zone_list": list })
+}
+
+/// One zone as every `--json` output of zns shows it: nvme-cli's
+/// report-zones entry.
+pub fn zone_json(z: &ZoneDescriptor) -> serde_json::Value {
+    serde_json::json!({
+        "slba": z.start_lba,
+        "wp": z.write_pointer,
+        "cap": z.capacity_lbas,
+        "state": z.state.nvme_cli_name(),
+        "type": "SEQWRITE_REQ",
+        "attrs": (z.attributes.finished_by_controller as u8) | ((z.attributes.zrwa_valid as u8) << 3),
+    })
+}
+
+/// `zns replay --json`: one trace result, its zones as `zone report --json`
+/// shows them.
+pub fn trace_result_json(r: &TraceResult) -> serde_json::Value {
+    let mut v = serde_json::to_value(r).unwrap_or(serde_json::Value::Null);
+    v["zones"] = serde_json::Value::Array(r.zones.iter().map(zone_json).collect());
+    v
 }

@@ -60,7 +60,7 @@ fn zone_commands_on_an_image_and_their_exit_codes() {
     let o = zns(&["zone", "append", img, "--zone", "0", "--nlb", "2", "--json"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(v["result"], 3, "append lands at the WP");
+    assert_eq!(v["assigned_lba"], 3, "append lands at the WP");
 
     let o = zns(&["zone", "read", img, "--slba", "0", "--nlb", "5", "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -172,6 +172,28 @@ fn replay_prints_one_json_object_per_command() {
         results.iter().any(|r| r["status"]["sc"] == 0xB6),
         "append on a ZRWA zone is rejected"
     );
+    // one name for one thing across --json outputs: zones as `zone report
+    // --json` shows them (nvme-cli's), status names capitalised alike
+    let zone_keys = |z: &serde_json::Value| {
+        let mut k: Vec<String> = z.as_object().unwrap().keys().cloned().collect();
+        k.sort();
+        k
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let img = dir.path().join("z.img");
+    let img = img.to_str().unwrap();
+    assert_eq!(code(&zns(&["create", "--profile", "tiny", img])), 0);
+    let report: serde_json::Value =
+        serde_json::from_slice(&zns(&["zone", "report", img, "--json"]).stdout).unwrap();
+    let with_zones = results
+        .iter()
+        .find(|r| !r["zones"].as_array().unwrap().is_empty())
+        .expect("a command that touched a zone");
+    assert_eq!(
+        zone_keys(&with_zones["zones"][0]),
+        zone_keys(&report["zone_list"][0])
+    );
+    assert!(results.iter().any(|r| r["status"]["name"] == "Success"));
     let o = zns(&["replay", example.to_str().unwrap(), "--fail-on-error"]);
     assert_eq!(code(&o), 1);
 }

@@ -139,7 +139,7 @@ pub fn parse_trace(text: &str) -> Result<Vec<(usize, TraceCommand)>, TraceError>
 /// The status of a completed command, nvme-cli style.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct StatusReport {
-    /// "success" or the status name.
+    /// "Success" or the status name ("LBA Out of Range", …).
     pub name: String,
     pub sct: u8,
     pub sc: u8,
@@ -151,7 +151,7 @@ pub struct StatusReport {
 impl StatusReport {
     pub fn success() -> Self {
         StatusReport {
-            name: "success".into(),
+            name: "Success".into(),
             sct: 0,
             sc: 0,
             injected: false,
