@@ -886,7 +886,11 @@ pub fn write_outputs(
             })
             .collect();
         let path = dir.join(format!("{fig}.png"));
-        zns_plot::bar_chart(
+        // each design in its colour of every figure (zns_plot::raid_style)
+        let color_of = |i: usize, name: &str| {
+            zns_plot::raid_style(name).map_or(zns_plot::color(i), |s| s.color)
+        };
+        zns_plot::bar_chart_colored(
             &zns_plot::BarChart {
                 title: title.into(),
                 y_label: "throughput normalized to RAIZN+".into(),
@@ -894,6 +898,8 @@ pub fn write_outputs(
                 series,
                 reference: Some(1.0),
             },
+            "workload",
+            &color_of,
             &path,
         )?;
         files.push(path);

@@ -66,7 +66,7 @@ Examples:
   zns fidelity --filter qd1                emulated vs published ZN540 figures
   zns cache run --device zn540 --zones 8   ZNCache over the emulated ZN540 (see zns cache run --help)
   zns repro zncache --exp b,d              the ZNCache paper's experiments, scaled
-  zns repro zraid --fig 7,8 --quick        the ZRAID paper's figures (5 x ZN540 arrays)
+  zns repro zraid --fig 7,8,waf,11         the ZRAID paper's figures (5 x ZN540 arrays, about a minute)
   zns repro zns-study --quick              the ZNS integration study (served drives, F2FS, db_bench)
   zns export-zones dev.img --libzbd-dump dev_zone_info.dump
                                            its zones for Debian's `zbd report FILE`

@@ -267,6 +267,15 @@ fn crashtest_arguments_are_checked_before_any_trial() {
         (&["--qd", "0"][..], "--qd 0"),
         (&["--trials", "0"][..], "--trials 0"),
         (&["--zones", "0"][..], "--zones 0"),
+        (
+            &["--log-line-us", "10"][..],
+            "--log-line-us needs --paper-procedure",
+        ),
+        (&["--paper-procedure", "--qd", "4"][..], "QD 1"),
+        (
+            &["--paper-procedure", "--log-line-us", "-1"][..],
+            "--log-line-us -1",
+        ),
     ] {
         let mut all = vec!["raid", "crashtest"];
         all.extend_from_slice(args);
@@ -327,15 +336,7 @@ fn bad_text_is_bad_input_and_unwritable_outputs_fail_first() {
     ]);
     assert_eq!(code(&o), 4, "a missing real device: {}", stderr(&o));
     for args in [
-        &[
-            "repro",
-            "zraid",
-            "--fig",
-            "8",
-            "--quick",
-            "--out",
-            "/dev/null",
-        ][..],
+        &["repro", "zraid", "--fig", "8", "--out", "/dev/null"][..],
         &[
             "repro",
             "zncache",
@@ -357,6 +358,20 @@ fn bad_text_is_bad_input_and_unwritable_outputs_fail_first() {
         assert_eq!(code(&o), 4, "{args:?}: {}", stderr(&o));
         assert!(stderr(&o).contains("/dev/null"), "{}", stderr(&o));
         assert!(stdout(&o).is_empty(), "{args:?} ran before failing");
+    }
+}
+
+/// The emulated ZRAID figures have no short mode: `--quick` with them is a
+/// usage error before anything runs (it used to change their conclusions).
+#[test]
+fn repro_zraid_refuses_quick_for_the_emulated_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_str().unwrap();
+    for fig in ["7", "8,waf", "11"] {
+        let o = zns(&["repro", "zraid", "--fig", fig, "--quick", "--out", out]);
+        assert_eq!(code(&o), 2, "--fig {fig}: {}", stderr(&o));
+        assert!(stderr(&o).contains("figs. 9 and 10 only"), "{}", stderr(&o));
+        assert!(stdout(&o).is_empty(), "--fig {fig} ran: {}", stdout(&o));
     }
 }
 

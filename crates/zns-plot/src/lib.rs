@@ -2,8 +2,9 @@
 //! the palette ([`COLORS`]), the chart frame (caption, axis descriptions,
 //! light grid: [`frame`]), a line series with its legend entry ([`line`]),
 //! the legend box ([`draw_legend`]), the plain line chart of time series
-//! ([`line_chart`]) and the grouped bar chart of normalized results
-//! ([`bar_chart`]). zns-bench (fidelity curves, `zns repro zraid`) and
+//! ([`line_chart`]), the grouped bar chart of normalized results
+//! ([`bar_chart`]) and the look of each RAID design ([`raid_style`]: one
+//! colour, marker and dash per system in every figure that shows it). zns-bench (fidelity curves, `zns repro zraid`) and
 //! zns-cache (cache time series) draw through it; what is particular to a
 //! figure (log axes, measured points, bounds) stays with its owner.
 
@@ -31,6 +32,47 @@ pub const COLORS: [RGBColor; 8] = [
 /// The colour of series `i`.
 pub fn color(i: usize) -> RGBColor {
     COLORS[i % COLORS.len()]
+}
+
+/// The point marker of a series.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Marker {
+    Circle,
+    Square,
+    Triangle,
+    Diamond,
+    Cross,
+}
+
+/// How a series is drawn: colour, marker at each point, solid or dashed
+/// line. Series that may lie on top of each other differ in marker and
+/// dash, not only in colour, so that both stay visible.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SeriesStyle {
+    pub color: RGBColor,
+    pub marker: Marker,
+    pub dashed: bool,
+}
+
+/// The look of a RAID design by its name (`raizn`, `raizn+`, `z`, `z+s`,
+/// `z+s+m`, `zraid`; case-insensitive), the same in every figure; `None`
+/// for other names. RAIZN is dashed with hollow-looking triangles because
+/// it often lies on RAIZN+.
+pub fn raid_style(name: &str) -> Option<SeriesStyle> {
+    let (color, marker, dashed) = match name.to_ascii_lowercase().as_str() {
+        "raizn" => (RGBColor(127, 127, 127), Marker::Triangle, true),
+        "raizn+" => (RGBColor(31, 119, 180), Marker::Square, false),
+        "z" => (RGBColor(255, 127, 14), Marker::Diamond, true),
+        "z+s" => (RGBColor(148, 103, 189), Marker::Cross, false),
+        "z+s+m" => (RGBColor(44, 160, 44), Marker::Triangle, false),
+        "zraid" => (RGBColor(214, 39, 40), Marker::Circle, false),
+        _ => return None,
+    };
+    Some(SeriesStyle {
+        color,
+        marker,
+        dashed,
+    })
 }
 
 /// A chart with two linear f64 axes.
@@ -167,6 +209,89 @@ pub fn line<'a, DB: DrawingBackend + 'a>(
     Ok(())
 }
 
+/// Draws a line through `points` in `style` (dashed or solid, a marker of
+/// `marker_px` at each point) with a legend entry `label` showing both.
+pub fn styled_line<'a, DB: DrawingBackend + 'a>(
+    chart: &mut Chart2d<'a, DB>,
+    points: &[(f64, f64)],
+    style: SeriesStyle,
+    label: &str,
+    marker_px: u32,
+) -> Result<(), String> {
+    let stroke = style.color.stroke_width(2);
+    let anno = if style.dashed {
+        chart
+            .draw_series(DashedLineSeries::new(points.iter().copied(), 8, 5, stroke))
+            .map_err(|e| e.to_string())?
+    } else {
+        chart
+            .draw_series(LineSeries::new(points.iter().copied(), stroke))
+            .map_err(|e| e.to_string())?
+    };
+    let r = marker_px as i32;
+    let fill = style.color.filled();
+    // the legend shows the marker (a composed element cannot be a legend
+    // entry of a backend that borrows its file name)
+    anno.label(label);
+    let shifted = move |shape: Vec<(i32, i32)>, (x, y): (i32, i32)| -> Vec<(i32, i32)> {
+        shape.into_iter().map(|(a, b)| (a + x + 8, b + y)).collect()
+    };
+    match style.marker {
+        Marker::Circle => anno.legend(move |(x, y)| Circle::new((x + 8, y), r, fill)),
+        Marker::Square => anno
+            .legend(move |(x, y)| Rectangle::new([(x + 8 - r, y - r), (x + 8 + r, y + r)], fill)),
+        Marker::Triangle => anno.legend(move |at| Polygon::new(shifted(triangle(r), at), fill)),
+        Marker::Diamond => anno.legend(move |at| Polygon::new(shifted(diamond(r), at), fill)),
+        Marker::Cross => anno.legend(move |at| Polygon::new(shifted(cross(r), at), fill)),
+    };
+    let stroke = style.color.stroke_width(2);
+    let pts = points.iter().copied();
+    match style.marker {
+        Marker::Circle => chart.draw_series(pts.map(|p| Circle::new(p, r, fill))),
+        Marker::Square => chart.draw_series(
+            pts.map(|p| EmptyElement::at(p) + Rectangle::new([(-r, -r), (r, r)], fill)),
+        ),
+        Marker::Triangle => {
+            chart.draw_series(pts.map(|p| EmptyElement::at(p) + Polygon::new(triangle(r), fill)))
+        }
+        Marker::Diamond => {
+            chart.draw_series(pts.map(|p| EmptyElement::at(p) + Polygon::new(diamond(r), fill)))
+        }
+        Marker::Cross => chart.draw_series(pts.map(|p| {
+            EmptyElement::at(p)
+                + PathElement::new(vec![(-r, -r), (r, r)], stroke)
+                + PathElement::new(vec![(-r, r), (r, -r)], stroke)
+        })),
+    }
+    .map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// The corners of a triangle marker of radius `r` around (0, 0).
+fn triangle(r: i32) -> Vec<(i32, i32)> {
+    vec![(0, -r - 1), (-r - 1, r), (r + 1, r)]
+}
+
+/// The corners of a diamond marker of radius `r` around (0, 0).
+fn diamond(r: i32) -> Vec<(i32, i32)> {
+    vec![(0, -r - 1), (r + 1, 0), (0, r + 1), (-r - 1, 0)]
+}
+
+/// The outline of an X of radius `r` and arm width 2 around (0, 0).
+fn cross(r: i32) -> Vec<(i32, i32)> {
+    let w = 2;
+    vec![
+        (-r, -r),
+        (0, -w),
+        (r, -r),
+        (w, 0),
+        (r, r),
+        (0, w),
+        (-r, r),
+        (-w, 0),
+    ]
+}
+
 /// Draws the series legend of `chart` (translucent white box, black border).
 pub fn draw_legend<'a, DB: DrawingBackend + 'a>(
     chart: &mut Chart2d<'a, DB>,
@@ -247,8 +372,21 @@ pub struct BarChart {
     pub reference: Option<f64>,
 }
 
-/// Draws `chart` into a 1000 × 600 PNG at `path`.
+/// Draws `chart` into a 1000 × 600 PNG at `path`, series `i` in
+/// [`color`]`(i)`.
 pub fn bar_chart(chart: &BarChart, path: &Path) -> Result<(), String> {
+    bar_chart_colored(chart, "", &|i, _| color(i), path)
+}
+
+/// Draws `chart` into a 1000 × 600 PNG at `path` with `x_label` under the
+/// groups (empty: none), series `i` named `name` in `color_of(i, name)`
+/// (e.g. [`raid_style`]'s colour of a RAID design).
+pub fn bar_chart_colored(
+    chart: &BarChart,
+    x_label: &str,
+    color_of: &dyn Fn(usize, &str) -> RGBColor,
+    path: &Path,
+) -> Result<(), String> {
     let n_groups = chart.groups.len().max(1);
     let n_series = chart.series.len().max(1);
     let values = chart.series.iter().flat_map(|(_, v)| {
@@ -271,7 +409,7 @@ pub fn bar_chart(chart: &BarChart, path: &Path) -> Result<(), String> {
     };
     let mut axes = Axes::new(
         &chart.title,
-        "",
+        x_label,
         &chart.y_label,
         -0.5..n_groups as f64 - 0.5,
         y,
@@ -281,7 +419,7 @@ pub fn bar_chart(chart: &BarChart, path: &Path) -> Result<(), String> {
     let mut c = frame(&root, &axes, FULL)?;
     let width = 0.8 / n_series as f64;
     for (si, (name, bars)) in chart.series.iter().enumerate() {
-        let col = color(si);
+        let col = color_of(si, name);
         let left = |g: usize| g as f64 - 0.4 + si as f64 * width;
         let rects = bars
             .iter()

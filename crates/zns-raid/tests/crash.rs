@@ -8,7 +8,7 @@
 mod support;
 
 use support::*;
-use zns_raid::crashtest::{run, CrashConfig, Summary};
+use zns_raid::crashtest::{run, CrashConfig, SerialLog, Summary};
 use zns_raid::Policy;
 
 fn small(policy: Policy) -> CrashConfig {
@@ -130,6 +130,41 @@ fn progress_per_write_loses_more_than_progress_per_stripe() {
     assert_clean(
         "wplog per write + failed member",
         &run(&cfg, 40, 500, &mut |_| {}),
+    );
+}
+
+#[test]
+fn the_papers_serial_log_hides_losses_the_acknowledgements_show() {
+    // the paper's procedure: a commit counts once its line is printed, and
+    // the next write waits for the print; a cut during the print finds the
+    // write pointers past the last printed commit, so fewer trials fail than
+    // when every acknowledgement counts at once (a line of 0 µs), and a long
+    // line hides more than a short one
+    let paper = |policy, line_ns| {
+        let mut cfg = small(policy);
+        let p = CrashConfig::paper_procedure(policy, SerialLog { line_ns });
+        cfg.progress_per_write = p.progress_per_write;
+        cfg.queue_depth = p.queue_depth;
+        cfg.serial_log = p.serial_log;
+        run(&cfg, 40, 1, &mut |_| {})
+    };
+    for policy in [Policy::Stripe, Policy::Chunk] {
+        let instant = paper(policy, 0);
+        let mut per_write = small(policy);
+        per_write.progress_per_write = true;
+        let acked = run(&per_write, 40, 1, &mut |_| {});
+        assert_eq!(instant.failures, acked.failures, "{policy:?}: a 0 µs line");
+        let short = paper(policy, SerialLog::QEMU_16550.line_ns);
+        let long = paper(policy, 4 * SerialLog::QEMU_16550.line_ns);
+        report(&format!("{policy:?} serial log 0 µs"), &instant);
+        report(&format!("{policy:?} serial log 72 µs"), &short);
+        report(&format!("{policy:?} serial log 288 µs"), &long);
+        assert!(short.failures < instant.failures, "{policy:?}");
+        assert!(long.failures < short.failures, "{policy:?}");
+    }
+    assert_clean(
+        "wplog, serial log",
+        &paper(Policy::WpLog, SerialLog::QEMU_16550.line_ns),
     );
 }
 
