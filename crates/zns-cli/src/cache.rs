@@ -35,16 +35,35 @@ Examples:
                 --distribution uniform --ratio 10 --duration 60s --out runs/clru
         CLRU with host GC, no remote latency, one virtual minute; CSV time
         series, PNG plots, summary and JSON in runs/clru/
-  zns cache gen-workload --zones 8 --chunk 64k --ratio 10 --requests 1000000 w.bin
-        a ZNCache workload file (little-endian u32 ids), replayed with
-        zns cache run --workload w.bin
-  zns repro zncache --exp b,d --out figs/
-        the paper's experiments (scaled; docs/zncache.md)
+  zns cache run --workload w.bin --zones 8 --chunk 64k
+        replay a workload file written by zns cache gen-workload
 
 Exit codes: 0 ok; 1 a device command failed or the run failed; 2 wrong
 arguments or parameters (chunk larger than a zone, ratio <= 0, ...); 3 a bad
 profile or workload file (empty, not u32 ids); 4 a file could not be read or
 written.";
+
+pub const GEN_WORKLOAD_HELP: &str = "\
+Examples:
+  zns cache gen-workload --zones 8 --chunk 64k --ratio 10 --requests 1000000 w.bin
+        a ZNCache workload file (little-endian u32 ids, YCSB Zipf θ = 0.99)
+        for a cache of 8 zones of 64 KiB chunks and 10x as many ids
+  zns cache gen-workload --zones 8 --chunk 64k --ids 5000 --distribution uniform u.bin
+        exactly 5000 distinct ids, uniform
+  zns cache run --workload w.bin --zones 8 --chunk 64k
+        replay it (the same cache shape)
+
+Exit codes: 0 ok; 2 wrong arguments; 3 a bad profile; 4 the file could not
+be written.";
+
+pub const REPRO_ZNCACHE_HELP: &str = "\
+Examples:
+  zns repro zncache --quick                     every experiment, tiny (about a minute)
+  zns repro zncache --exp b,d --out figs/       (b) and (d) at the documented scale: CSV, PNG, summary
+  zns repro zncache --exp c --json              the GC experiment's results as JSON
+
+Exit codes: 0 ok; 1 a run failed; 2 wrong arguments; 4 --out cannot be
+written (checked before anything runs).";
 
 #[derive(Subcommand)]
 pub enum CacheCommand {
@@ -52,14 +71,14 @@ pub enum CacheCommand {
     #[command(after_help = CACHE_HELP)]
     Run(Box<RunArgs>),
     /// Write a ZNCache workload file (little-endian u32 chunk ids) for a cache size and ratio.
-    #[command(after_help = CACHE_HELP)]
+    #[command(after_help = GEN_WORKLOAD_HELP)]
     GenWorkload(GenArgs),
 }
 
 #[derive(Subcommand)]
 pub enum ReproCommand {
     /// ZNCache (zncache-2025): (a) 512 MiB chunks ZNS vs block, (b) 64 KiB chunks, (c) the GC experiment, (d) ZPLRU vs CLRU.
-    #[command(after_help = CACHE_HELP)]
+    #[command(after_help = REPRO_ZNCACHE_HELP)]
     Zncache(ReproArgs),
     /// ZRAID (zraid-asplos25): Fig. 7 (ZRAID vs RAIZN+ sequential writes), Fig. 8 (ablation at 8 KiB), flash WAF per variant, Fig. 11 (PM1731a); PNG + CSV.
     Zraid(crate::raid::ReproZraidArgs),
@@ -131,14 +150,18 @@ pub struct RunArgs {
     /// Remote fetch latency: measured (the paper's appendix A mean, by chunk size, every fetch the same), measured-spread (log-normal per fetch with appendix A's mean and standard deviation), 0, or a duration (40ms).
     #[arg(long, default_value = "measured")]
     remote_latency: String,
-    /// Free-zone watermarks: evict when free zones <= HIGH, until LOW are free.
+    /// Free-zone watermark: eviction starts when free zones <= HIGH.
     #[arg(long, default_value_t = 2)]
     high: u32,
+    /// Free-zone watermark: eviction goes on until LOW zones are free.
     #[arg(long, default_value_t = 4)]
     low: u32,
-    /// CLRU free-chunk watermarks (default: (low + 1) zones of chunks, + half a zone).
+    /// CLRU free-chunk watermark: eviction starts at this many free chunks
+    /// (default: (low + 1) zones of chunks).
     #[arg(long)]
     chunk_high: Option<u64>,
+    /// CLRU free-chunk watermark: eviction goes on until this many chunks
+    /// are free (default: chunk-high + half a zone of chunks).
     #[arg(long)]
     chunk_low: Option<u64>,
     /// Zones written at once by inserts (default: the device's active-zone limit).
@@ -202,13 +225,16 @@ pub struct GenArgs {
     /// zipf (YCSB, θ = 0.99) or uniform.
     #[arg(long, default_value = "zipf")]
     distribution: String,
+    /// Requests (chunk ids) to generate.
     #[arg(long, default_value_t = 100_000)]
     requests: u64,
+    /// Seed of the generator (same seed, same ids).
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Use exactly this many ids instead of (cache chunks × ratio).
     #[arg(long)]
     ids: Option<u64>,
+    /// Print what was written (file, ids, requests) as JSON.
     #[arg(long)]
     json: bool,
 }
@@ -233,13 +259,16 @@ pub struct ReproArgs {
     /// Tiny runs that only show everything works.
     #[arg(long)]
     quick: bool,
+    /// Seed of every run (same seed, same numbers).
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Concurrent worker tasks of every run.
     #[arg(long, default_value_t = 64)]
     workers: u32,
     /// Write per-run CSVs, PNG figures and the text report into DIR.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
+    /// Print the experiments' results as JSON.
     #[arg(long)]
     json: bool,
     /// Progress on stderr: auto, always, never.

@@ -84,7 +84,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Show a device profile: namespaces, zone geometry, limits, ZRWA, timing.
+    /// Show a device profile: namespaces, zone geometry, limits, ZRWA (and every timing parameter with --toml).
     Info(InfoArgs),
     /// Create a persistent device image (a sparse file) from a profile.
     Create(CreateArgs),
@@ -211,6 +211,7 @@ struct CreateArgs {
     image: PathBuf,
     #[command(flatten)]
     profile: ProfileArgs,
+    /// Print the new image's description as JSON.
     #[arg(long)]
     json: bool,
 }
@@ -258,7 +259,7 @@ struct WriteData {
     /// Number of logical blocks (decimal or 0x hex).
     #[arg(long, value_parser = lba_arg)]
     nlb: u64,
-    /// Fill block i with the stamp tag TAG+i (default: the block's LBA).
+    /// Fill block i with the stamp tag STAMP+i (default: the block's LBA).
     #[arg(long)]
     stamp: Option<u64>,
     /// Take the data from a file (its length must be nlb × LBA size).
@@ -391,6 +392,7 @@ struct ReplayArgs {
 struct ProbeArgs {
     #[command(flatten)]
     profile: ProfileArgs,
+    /// Print the measured figures as JSON.
     #[arg(long)]
     json: bool,
 }
