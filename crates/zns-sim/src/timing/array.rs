@@ -733,6 +733,14 @@ impl FlashArray {
             p.write_engine_per_extra_unit_ns,
             bytes,
         );
+        // Background part of a sub-granule write's extra: the engine does it
+        // after the data is admitted, the completion does not wait for it.
+        let bg = if bytes < p.host_xfer_unit_bytes {
+            p.write_engine_small_background_ns
+        } else {
+            0
+        };
+        let svc = svc - bg;
         let extra = if implicit_open {
             p.implicit_open_write_extra_ns
         } else {
@@ -750,14 +758,14 @@ impl FlashArray {
             let ready = match medium {
                 ZrwaMedium::WriteBuffer => {
                     let r = self.buffer.admit(ee, bytes, false);
-                    self.write_eng_free = r;
+                    self.write_eng_free = r + bg;
                     r
                 }
                 ZrwaMedium::Dram => {
                     // The engine hands the data to the DRAM medium, a pipeline
                     // stage of its own.
                     let r = self.buffer.admit(ee, 0, false);
-                    self.write_eng_free = r;
+                    self.write_eng_free = r + bg;
                     let zs = r.max(self.zrwa_free);
                     self.zrwa_free = zs + self.zrwa_rate.ns(bytes);
                     self.zrwa_free
@@ -769,7 +777,7 @@ impl FlashArray {
                     // traffic above the medium's rate fills the buffer and
                     // stalls the write path, as programs do.
                     let adm = self.buffer.admit(ee, bytes, true);
-                    self.write_eng_free = adm;
+                    self.write_eng_free = adm + bg;
                     let zs = adm.max(self.zrwa_free);
                     self.zrwa_free = zs + self.zrwa_rate.ns(bytes);
                     self.buffer.release_at(self.zrwa_free, bytes);
@@ -791,7 +799,7 @@ impl FlashArray {
             return d;
         }
         let adm = self.buffer.admit(ee, bytes, true);
-        self.write_eng_free = adm;
+        self.write_eng_free = adm + bg;
         let last = self.schedule_zone_range(adm, zone, off, bytes);
         let d = self.write_path_done(adm, last, off.saturating_add(bytes), fua) + complete;
         self.jitter(d)
@@ -897,6 +905,20 @@ impl FlashArray {
     fn flash_read(&mut self, t: u64, die: usize, unit_start: u64, cs: u64, ce: u64) -> u64 {
         let first = (cs - unit_start) / self.stripe_bytes;
         let last = (ce - 1 - unit_start) / self.stripe_bytes;
+        if self.profile.read_pages_serial && last > first {
+            // One sense per page, each page's data out over the channel
+            // before the next sense (the page register holds one page).
+            let ch = (die as u64 % self.n_channels) as usize;
+            let mut at = t;
+            for pg in first..=last {
+                let ps = cs.max(unit_start + pg * self.stripe_bytes);
+                let pe = ce.min(unit_start + (pg + 1) * self.stripe_bytes);
+                let tr = self.read_page_ns[(pg % self.n_page_types) as usize];
+                let re = self.dies[die].read(at, tr, self.seg_ns);
+                at = self.channels[ch].read_xfer(re, self.ch_rate.ns(pe - ps));
+            }
+            return at;
+        }
         let mut tr = 0;
         for pg in first..=last.min(first + self.n_page_types - 1) {
             tr = tr.max(self.read_page_ns[(pg % self.n_page_types) as usize]);
@@ -997,7 +1019,7 @@ impl FlashArray {
             self.ra_continue(t0, conv, i, limit, end);
         }
         let link = self.link_read(fe, end - off);
-        done.max(link) + self.profile.read_complete_ns
+        done.max(link) + self.profile.read_complete_ns + self.profile.read_flash_extra_ns
     }
 
     /// The host link's share of a read of `bytes` whose command passed the

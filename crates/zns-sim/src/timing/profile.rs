@@ -142,6 +142,13 @@ pub struct TimingProfile {
     /// Write engine: extra occupancy of a write smaller than one host granule
     /// (0 on a 4 KiB LBA format; large on the 512 B format).
     pub write_engine_small_extra_ns: u64,
+    /// The part of `write_engine_small_extra_ns` the write engine spends
+    /// after the write is admitted to the buffer (background work of a
+    /// sub-granule write that the completion does not wait for, but that
+    /// holds the engine for the next command). Default 0: all of it is on
+    /// the latency path. At most `write_engine_small_extra_ns`.
+    #[serde(default)]
+    pub write_engine_small_background_ns: u64,
     /// Fixed (pipelined) time from write-buffer admission to the completion.
     pub write_complete_ns: u64,
     /// Extra latency of a write that implicitly opens its zone.
@@ -160,6 +167,11 @@ pub struct TimingProfile {
     pub read_controller_ns: u64,
     /// Fixed controller time of a read after the channel transfer (ECC, completion).
     pub read_complete_ns: u64,
+    /// Extra completion time of a read served from flash (not of a
+    /// read-ahead hit): a set-up's fixed cost of the flash-read path beyond
+    /// the calibrated one (docs/timing-model.md: ZNS-Study's set-up). Default 0.
+    #[serde(default)]
+    pub read_flash_extra_ns: u64,
     /// Host link (PCIe) bandwidth from the device to the host: read data
     /// crosses it after the flash (or the read-ahead DRAM), one transfer at
     /// a time; 0 = unlimited (the default).
@@ -187,6 +199,13 @@ pub struct TimingProfile {
     pub program_ns: u64,
     /// Channel transfer rate.
     pub channel_mibps: u64,
+    /// A read that spans several pages (page types) of a program unit on one
+    /// die senses them one after another, and each page's data leaves the
+    /// die's page register over the channel before the next sense starts (no
+    /// cache read): die time `sum(tR)`, transfers in between. Default false:
+    /// one sense of the slowest page type, then one transfer.
+    #[serde(default)]
+    pub read_pages_serial: bool,
     /// Block erase time (tBERS) on one die. Only device-side garbage
     /// collection erases blocks (an FTL namespace, `zns-device`'s `ftl`);
     /// zone resets do not touch the dies (measured on the ZN540). Default 0.
@@ -470,6 +489,12 @@ impl TimingProfile {
                 ));
             }
         }
+        if self.write_engine_small_background_ns > self.write_engine_small_extra_ns {
+            return Err(format!(
+                "timing.write_engine_small_background_ns = {} exceeds write_engine_small_extra_ns = {}",
+                self.write_engine_small_background_ns, self.write_engine_small_extra_ns
+            ));
+        }
         if self.reset_jitter_ppm >= 1_000_000 {
             return Err(format!(
                 "timing.reset_jitter_ppm = {} must be below 1000000 (100 %)",
@@ -501,7 +526,7 @@ impl TimingProfile {
         Ok(())
     }
 
-    fn time_fields(&self) -> [(&'static str, u64); 38] {
+    fn time_fields(&self) -> [(&'static str, u64); 40] {
         [
             ("host_spdk_submit_ns", self.host_spdk_submit_ns),
             ("host_spdk_complete_ns", self.host_spdk_complete_ns),
@@ -531,6 +556,10 @@ impl TimingProfile {
                 "write_engine_small_extra_ns",
                 self.write_engine_small_extra_ns,
             ),
+            (
+                "write_engine_small_background_ns",
+                self.write_engine_small_background_ns,
+            ),
             ("write_complete_ns", self.write_complete_ns),
             (
                 "implicit_open_write_extra_ns",
@@ -552,6 +581,7 @@ impl TimingProfile {
             ),
             ("read_controller_ns", self.read_controller_ns),
             ("read_complete_ns", self.read_complete_ns),
+            ("read_flash_extra_ns", self.read_flash_extra_ns),
             ("flush_ns", self.flush_ns),
             ("program_ns", self.program_ns),
             ("erase_ns", self.erase_ns),
