@@ -339,7 +339,11 @@ impl FlashArray {
     /// `ZrwaCommit` is background work: it returns when its data is in flash.
     pub fn submit(&mut self, now_ns: u64, stack: HostStack, op: &MediaOp) -> u64 {
         let now_ns = now_ns.min(MAX_SUBMIT_NS);
-        let (hs, hc) = self.host_costs(stack);
+        let (hs, hc) = if matches!(op, MediaOp::Read { .. }) {
+            self.read_host_costs(stack)
+        } else {
+            self.host_costs(stack)
+        };
         let t = now_ns.saturating_add(hs);
         let op = self.clamp(*op);
         let done = match op {
@@ -509,12 +513,28 @@ impl FlashArray {
         places: &[FtlPlace],
     ) -> u64 {
         let now_ns = now_ns.min(MAX_SUBMIT_NS);
-        let (hs, hc) = self.host_costs(stack);
+        let (hs, hc) = self.read_host_costs(stack);
         let t = now_ns.saturating_add(hs);
         let bytes = bytes.min(MAX_UNITS_PER_COMMAND * self.unit_bytes);
         let d = self.read(t, ns, lba_offset_bytes, bytes, Some(places));
         self.meters[CLASS_READ].record(t, d);
         d.saturating_add(hc)
+    }
+
+    /// Host costs of a read: under mq-deadline a read may cost less than a
+    /// write (`host_io_uring_mq_deadline_read_*_ns`).
+    #[inline]
+    fn read_host_costs(&self, stack: HostStack) -> (u64, u64) {
+        let (hs, hc) = self.host_costs(stack);
+        if stack == HostStack::IoUringMqDeadline {
+            let p = &self.profile;
+            (
+                p.host_io_uring_mq_deadline_read_submit_ns.unwrap_or(hs),
+                p.host_io_uring_mq_deadline_read_complete_ns.unwrap_or(hc),
+            )
+        } else {
+            (hs, hc)
+        }
     }
 
     #[inline]
@@ -641,10 +661,14 @@ impl FlashArray {
     }
 
     /// Die assumed to hold program unit `k` of a conventional namespace (for
-    /// reads: the page map is not modelled, so the unit is hashed to a die).
+    /// reads; the page map is not modelled): the units of a namespace written
+    /// in LBA order lie on consecutive dies, as the log-structured writes put
+    /// them (one die after the other), so a sequential or multi-unit read
+    /// spreads over dies and channels; a random read lands on a uniformly
+    /// random die.
     #[inline]
     fn conv_die(&self, k: u64) -> usize {
-        (splitmix64(k) % self.total_dies) as usize
+        (k % self.total_dies) as usize
     }
 
     /// Programs one unit (of which `bytes` are buffered data) on `die` once

@@ -119,6 +119,16 @@ pub struct TimingProfile {
     pub host_io_uring_mq_deadline_submit_ns: u64,
     /// io_uring + mq-deadline: completion-side host cost.
     pub host_io_uring_mq_deadline_complete_ns: u64,
+    /// io_uring + mq-deadline: submission-side host cost of a read, if it
+    /// differs from a write's (the scheduler's zoned write path — zone write
+    /// locking, write sorting — is what writes pay; reads pass through).
+    /// Default: the write's cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_io_uring_mq_deadline_read_submit_ns: Option<u64>,
+    /// io_uring + mq-deadline: completion-side host cost of a read. Default:
+    /// the write's cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_io_uring_mq_deadline_read_complete_ns: Option<u64>,
 
     // ------------------------------------------------------------- controller
     /// Command front end (fetch, decode): one serial FIFO shared by every
@@ -526,7 +536,7 @@ impl TimingProfile {
         Ok(())
     }
 
-    fn time_fields(&self) -> [(&'static str, u64); 40] {
+    fn time_fields(&self) -> [(&'static str, u64); 42] {
         [
             ("host_spdk_submit_ns", self.host_spdk_submit_ns),
             ("host_spdk_complete_ns", self.host_spdk_complete_ns),
@@ -545,6 +555,14 @@ impl TimingProfile {
             (
                 "host_io_uring_mq_deadline_complete_ns",
                 self.host_io_uring_mq_deadline_complete_ns,
+            ),
+            (
+                "host_io_uring_mq_deadline_read_submit_ns",
+                self.host_io_uring_mq_deadline_read_submit_ns.unwrap_or(0),
+            ),
+            (
+                "host_io_uring_mq_deadline_read_complete_ns",
+                self.host_io_uring_mq_deadline_read_complete_ns.unwrap_or(0),
             ),
             ("frontend_ns", self.frontend_ns),
             ("write_engine_ns", self.write_engine_ns),
