@@ -148,6 +148,8 @@ const CLASS_READ: usize = 0;
 const CLASS_WRITE: usize = 1;
 const CLASS_APPEND: usize = 2;
 const PPM: u64 = 1_000_000;
+/// Salt of the random stream of the out-of-order service of queued writes.
+const REORDER_STREAM: u64 = 0x9E6C_63D0_676A_9A99;
 /// A single command is timed over at most this many program units (larger
 /// commands are beyond any MDTS; the bound keeps `submit` O(1) and hang-free).
 const MAX_UNITS_PER_COMMAND: u64 = 4096;
@@ -201,6 +203,8 @@ pub struct FlashArray {
     meters: [ActivityMeter; 3],
     reset_hit_acc: u64,
     draws: u64,
+    /// Draws of the out-of-order service of queued writes (own stream).
+    reorder_draws: u64,
     /// Sequential read streams (read-ahead).
     ra: StreamTable,
     /// Read-ahead hit engine busy-until.
@@ -267,6 +271,7 @@ impl FlashArray {
             meters: [ActivityMeter::new(p.reset_interference_window_ns); 3],
             reset_hit_acc: PPM / 2,
             draws: 0,
+            reorder_draws: 0,
             ra: StreamTable::new(p.readahead_streams as usize),
             ra_free: 0,
             link_read_free: 0,
@@ -623,6 +628,28 @@ impl FlashArray {
         (t + r).saturating_sub(j)
     }
 
+    /// Out-of-order service of queued writes: a write (append) that waited
+    /// `wait` ns for its engine and for buffer room completes a uniformly
+    /// drawn time of up to `write_queue_reorder_ppm` of that wait before its
+    /// arrival-order completion `d` (deterministic from the seed). Never
+    /// earlier than an idle device would complete it; the engine and buffer
+    /// reservations stay as they are, so throughput does not change.
+    #[inline]
+    fn out_of_order(&mut self, d: u64, wait: u64, fua: bool) -> u64 {
+        let ppm = self.profile.write_queue_reorder_ppm;
+        if ppm == 0 || wait == 0 || (fua && !self.profile.write_buffer_power_loss_protected) {
+            return d;
+        }
+        let span = (u128::from(wait) * u128::from(ppm) / u128::from(PPM)) as u64;
+        if span == 0 {
+            return d;
+        }
+        // Its own stream, so that the other draws (jitter) are unchanged.
+        self.reorder_draws += 1;
+        let r = splitmix64(self.profile.seed ^ REORDER_STREAM ^ splitmix64(self.reorder_draws));
+        d - span + r % (2 * span + 1)
+    }
+
     #[inline]
     fn extra_units(&self, bytes: u64) -> u64 {
         bytes
@@ -826,6 +853,7 @@ impl FlashArray {
         self.write_eng_free = adm + bg;
         let last = self.schedule_zone_range(adm, zone, off, bytes);
         let d = self.write_path_done(adm, last, off.saturating_add(bytes), fua) + complete;
+        let d = self.out_of_order(d, adm.saturating_sub(fe + svc), fua);
         self.jitter(d)
     }
 
@@ -858,6 +886,7 @@ impl FlashArray {
         self.append_eng_free = adm;
         let last = self.schedule_zone_range(adm, zone, off, bytes);
         let d = self.write_path_done(adm, last, off.saturating_add(bytes), fua) + complete;
+        let d = self.out_of_order(d, adm.saturating_sub(fe + svc), fua);
         self.jitter(d)
     }
 

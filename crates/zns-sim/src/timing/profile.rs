@@ -142,6 +142,14 @@ pub struct TimingProfile {
     /// Completion-time jitter of writes and appends: uniform in +/- this,
     /// drawn from `seed` (breaks the lock-step of deterministic closed loops).
     pub io_jitter_ns: u64,
+    /// Out-of-order service of queued writes and appends (not ZRWA writes):
+    /// a command that waited for its engine or for write-buffer room
+    /// completes up to this share (ppm) of its wait earlier than in arrival
+    /// order, drawn uniformly from `seed`. Engine and buffer reservations are
+    /// unchanged (throughput, and in a closed loop the mean latency, stay);
+    /// the latency spread under contention grows. Default 0 (FIFO).
+    #[serde(default)]
+    pub write_queue_reorder_ppm: u64,
     /// Granule of the host-data path: the first granule of a write/append is in
     /// the engine base cost, each further granule adds `*_per_extra_unit_ns`.
     pub host_xfer_unit_bytes: u64,
@@ -503,6 +511,12 @@ impl TimingProfile {
             return Err(format!(
                 "timing.write_engine_small_background_ns = {} exceeds write_engine_small_extra_ns = {}",
                 self.write_engine_small_background_ns, self.write_engine_small_extra_ns
+            ));
+        }
+        if self.write_queue_reorder_ppm > 1_000_000 {
+            return Err(format!(
+                "timing.write_queue_reorder_ppm = {} must be at most 1000000 (100 %)",
+                self.write_queue_reorder_ppm
             ));
         }
         if self.reset_jitter_ppm >= 1_000_000 {
