@@ -629,11 +629,12 @@ impl FlashArray {
     }
 
     /// Out-of-order service of queued writes: a write (append) that waited
-    /// `wait` ns for its engine and for buffer room completes a uniformly
-    /// drawn time of up to `write_queue_reorder_ppm` of that wait before its
-    /// arrival-order completion `d` (deterministic from the seed). Never
-    /// earlier than an idle device would complete it; the engine and buffer
-    /// reservations stay as they are, so throughput does not change.
+    /// `wait` ns for its engine and for buffer room completes at a point
+    /// drawn uniformly within +/- `write_queue_reorder_ppm` of that wait
+    /// around its arrival-order completion `d` (deterministic from the seed,
+    /// own stream). Never earlier than an idle device would complete it; the
+    /// engine and buffer reservations stay as they are, so throughput does
+    /// not change.
     #[inline]
     fn out_of_order(&mut self, d: u64, wait: u64, fua: bool) -> u64 {
         let ppm = self.profile.write_queue_reorder_ppm;

@@ -144,10 +144,11 @@ pub struct TimingProfile {
     pub io_jitter_ns: u64,
     /// Out-of-order service of queued writes and appends (not ZRWA writes):
     /// a command that waited for its engine or for write-buffer room
-    /// completes up to this share (ppm) of its wait earlier than in arrival
-    /// order, drawn uniformly from `seed`. Engine and buffer reservations are
-    /// unchanged (throughput, and in a closed loop the mean latency, stay);
-    /// the latency spread under contention grows. Default 0 (FIFO).
+    /// completes up to this share (ppm) of its wait earlier or later than in
+    /// arrival order, drawn uniformly from `seed`. Engine and buffer
+    /// reservations are unchanged (throughput, and in a closed loop the mean
+    /// latency, stay); the latency spread under contention grows. Default 0
+    /// (FIFO).
     #[serde(default)]
     pub write_queue_reorder_ppm: u64,
     /// Granule of the host-data path: the first granule of a write/append is in
