@@ -49,8 +49,18 @@ fn profiles_deserialize_validate_and_round_trip() {
     assert_eq!(zn.zrwa_medium, ZrwaMedium::Flash);
     assert_eq!(zn.zone_size_bytes, 2048 * MIB);
     assert_eq!(zn.zone_capacity_bytes, 275_712 * 4 * KIB);
-    // same controller and flash, another namespace layout
-    assert_eq!(profile("zn540-cns"), zn);
+    // same controller and flash, another namespace layout; what differs is
+    // ZNS-Study's set-up (its flash-read offset, the spread of its queued
+    // writes: docs/timing-model.md)
+    let cns = profile("zn540-cns");
+    assert_eq!(
+        TimingProfile {
+            read_flash_extra_ns: zn.read_flash_extra_ns,
+            write_queue_reorder_ppm: zn.write_queue_reorder_ppm,
+            ..cns
+        },
+        zn
+    );
     assert_eq!(profile("pm1731a").zrwa_medium, ZrwaMedium::Dram);
     let tiny = profile("tiny");
     assert_eq!(
@@ -454,8 +464,13 @@ fn random_reads_are_timed_as_without_read_ahead() {
 
 #[test]
 fn the_host_link_caps_read_bandwidth_and_costs_nothing_when_idle() {
-    let p = profile("zn540");
+    let mut p = profile("zn540");
     assert!(p.host_link_read_mibps > 0);
+    // Flash fast enough for the link to be the limit: the zn540 profile's
+    // own channels (400 MiB/s, one sense per page) cap 128 KiB random reads
+    // at QD64 at ~2.2 GB/s, below its link.
+    p.channel_mibps = 800;
+    p.read_pages_serial = false;
     let mut unlimited = p.clone();
     unlimited.host_link_read_mibps = 0;
     // one read at a time: the link adds nothing
@@ -1037,8 +1052,10 @@ fn queued_writes_served_out_of_order_spread_latency_not_throughput() {
     // FIFO: every write waits for the seven others; out of order: spread.
     assert!(pct(&l0, 95) < pct(&l0, 50) * 11 / 10, "{l0:?}");
     assert!(pct(&l1, 95) > pct(&l1, 50) * 14 / 10);
-    // Never faster than an idle device.
-    let idle = idle_latency(&shuffled, HostStack::Spdk, &write(0, 0, 4 * KIB));
+    // Never faster than an idle device (but for the jitter).
+    let mut no_jitter = shuffled.clone();
+    no_jitter.io_jitter_ns = 0;
+    let idle = idle_latency(&no_jitter, HostStack::Spdk, &write(0, 0, 4 * KIB));
     assert!(l1[0] + shuffled.io_jitter_ns >= idle);
     // Deterministic, and the other draws (jitter) are not disturbed at QD1.
     assert_eq!(closed_loop_writes(&shuffled, 8, 4 * KIB, 2_000), closed_loop_writes(&shuffled, 8, 4 * KIB, 2_000));
