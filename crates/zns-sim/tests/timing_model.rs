@@ -1004,14 +1004,16 @@ fn mq_deadline_reads_may_cost_what_none_costs() {
     );
     // ...writes at mq-deadline's.
     assert_eq!(
-        idle_latency(&q, HostStack::IoUringMqDeadline, &w) - idle_latency(&q, HostStack::IoUringNone, &w),
+        idle_latency(&q, HostStack::IoUringMqDeadline, &w)
+            - idle_latency(&q, HostStack::IoUringNone, &w),
         1_850
     );
     // Unset: reads cost what writes cost.
     q.host_io_uring_mq_deadline_read_submit_ns = None;
     q.host_io_uring_mq_deadline_read_complete_ns = None;
     assert_eq!(
-        idle_latency(&q, HostStack::IoUringMqDeadline, &r) - idle_latency(&q, HostStack::IoUringNone, &r),
+        idle_latency(&q, HostStack::IoUringMqDeadline, &r)
+            - idle_latency(&q, HostStack::IoUringNone, &r),
         1_850
     );
 }
@@ -1058,8 +1060,14 @@ fn queued_writes_served_out_of_order_spread_latency_not_throughput() {
     let idle = idle_latency(&no_jitter, HostStack::Spdk, &write(0, 0, 4 * KIB));
     assert!(l1[0] + shuffled.io_jitter_ns >= idle);
     // Deterministic, and the other draws (jitter) are not disturbed at QD1.
-    assert_eq!(closed_loop_writes(&shuffled, 8, 4 * KIB, 2_000), closed_loop_writes(&shuffled, 8, 4 * KIB, 2_000));
-    assert_eq!(closed_loop_writes(&fifo, 1, 4 * KIB, 500), closed_loop_writes(&shuffled, 1, 4 * KIB, 500));
+    assert_eq!(
+        closed_loop_writes(&shuffled, 8, 4 * KIB, 2_000),
+        closed_loop_writes(&shuffled, 8, 4 * KIB, 2_000)
+    );
+    assert_eq!(
+        closed_loop_writes(&fifo, 1, 4 * KIB, 500),
+        closed_loop_writes(&shuffled, 1, 4 * KIB, 500)
+    );
 }
 
 #[test]
@@ -1081,9 +1089,15 @@ fn small_write_background_work_holds_the_engine_not_the_completion() {
     assert!((x_bg / x_fg - 1.0).abs() < 0.01, "{x_fg} vs {x_bg}");
     // Writes of a whole granule have no small-write extra at all.
     let big = write(0, 0, 8 * KIB);
-    assert_eq!(idle_latency(&fg, HostStack::Spdk, &big), idle_latency(&bg, HostStack::Spdk, &big));
+    assert_eq!(
+        idle_latency(&fg, HostStack::Spdk, &big),
+        idle_latency(&bg, HostStack::Spdk, &big)
+    );
     // More background than extra is a profile error.
     let mut bad = bg.clone();
     bad.write_engine_small_background_ns = 20_000;
-    assert!(bad.validate().unwrap_err().contains("write_engine_small_background_ns"));
+    assert!(bad
+        .validate()
+        .unwrap_err()
+        .contains("write_engine_small_background_ns"));
 }
