@@ -212,6 +212,10 @@ pub struct FlashArray {
     /// Host link (device → host) busy-until and rate; `None` = unlimited.
     link_read_free: u64,
     link_read_rate: Option<Rate>,
+    /// ECC decode of read data, one pipelined stage per channel after the
+    /// channel transfer (`read_decode_mibps`; None = no separate stage).
+    decode_rate: Option<Rate>,
+    decode_free: Vec<u64>,
     ra_rate: Rate,
     ra_window: u64,
     ra_trigger: u32,
@@ -277,6 +281,8 @@ impl FlashArray {
             link_read_free: 0,
             link_read_rate: (p.host_link_read_mibps > 0)
                 .then(|| Rate::from_mibps(p.host_link_read_mibps)),
+            decode_rate: (p.read_decode_mibps > 0).then(|| Rate::from_mibps(p.read_decode_mibps)),
+            decode_free: vec![0; p.channels as usize],
             ra_rate: Rate::from_mibps(p.readahead_hit_mibps.max(1)),
             ra_window: u64::from(p.readahead_window_units),
             ra_trigger: p.readahead_trigger_reads,
@@ -969,7 +975,8 @@ impl FlashArray {
                 let pe = ce.min(unit_start + (pg + 1) * self.stripe_bytes);
                 let tr = self.read_page_ns[(pg % self.n_page_types) as usize];
                 let re = self.dies[die].read(at, tr, self.seg_ns);
-                at = self.channels[ch].read_xfer(re, self.ch_rate.ns(pe - ps));
+                let xe = self.channels[ch].read_xfer(re, self.ch_rate.ns(pe - ps));
+                at = self.decode(ch, xe, pe - ps);
             }
             return at;
         }
@@ -979,7 +986,23 @@ impl FlashArray {
         }
         let re = self.dies[die].read(t, tr, self.seg_ns);
         let ch = (die as u64 % self.n_channels) as usize;
-        self.channels[ch].read_xfer(re, self.ch_rate.ns(ce - cs))
+        let xe = self.channels[ch].read_xfer(re, self.ch_rate.ns(ce - cs));
+        self.decode(ch, xe, ce - cs)
+    }
+
+    /// ECC decode of `bytes` of read data that left channel `ch` at `t`:
+    /// the channel's decoder is a serial stage of its own (pipelined with
+    /// the transfers); returns when the data is decoded.
+    #[inline]
+    fn decode(&mut self, ch: usize, t: u64, bytes: u64) -> u64 {
+        match self.decode_rate {
+            None => t,
+            Some(rate) => {
+                let s = t.max(self.decode_free[ch]);
+                self.decode_free[ch] = s + rate.ns(bytes);
+                self.decode_free[ch]
+            }
+        }
     }
 
     fn read(&mut self, t: u64, ns: u32, off: u64, bytes: u64, places: Option<&[FtlPlace]>) -> u64 {
@@ -1042,7 +1065,8 @@ impl FlashArray {
                         // SLC-mode block: one page type, its own tR.
                         let re = self.dies[die].read(t0, p.read_ns, self.seg_ns);
                         let ch = (die as u64 % self.n_channels) as usize;
-                        self.channels[ch].read_xfer(re, self.ch_rate.ns(ce - cs))
+                        let xe = self.channels[ch].read_xfer(re, self.ch_rate.ns(ce - cs));
+                        self.decode(ch, xe, ce - cs)
                     } else {
                         self.flash_read(t0, die, 0, cs, ce)
                     };

@@ -218,6 +218,13 @@ pub struct TimingProfile {
     pub program_ns: u64,
     /// Channel transfer rate.
     pub channel_mibps: u64,
+    /// ECC decode rate of read data: after its channel transfer, read data
+    /// passes the channel's decoder, a serial stage of its own pipelined
+    /// with the transfers, so a single read pays both (QD1 latency) while
+    /// under load each stage bounds the channel's read bandwidth on its own.
+    /// 0 = no separate stage (the default).
+    #[serde(default)]
+    pub read_decode_mibps: u64,
     /// A read that spans several pages (page types) of a program unit on one
     /// die senses them one after another, and each page's data leaves the
     /// die's page register over the channel before the next sense starts (no
@@ -501,6 +508,7 @@ impl TimingProfile {
             ("zrwa_medium_mibps", self.zrwa_medium_mibps),
             ("readahead_hit_mibps", self.readahead_hit_mibps),
             ("host_link_read_mibps", self.host_link_read_mibps),
+            ("read_decode_mibps", self.read_decode_mibps),
         ] {
             if v > 1 << 24 {
                 return Err(format!(
