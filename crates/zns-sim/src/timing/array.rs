@@ -148,6 +148,8 @@ const CLASS_READ: usize = 0;
 const CLASS_WRITE: usize = 1;
 const CLASS_APPEND: usize = 2;
 const PPM: u64 = 1_000_000;
+/// Salt of the random stream of the out-of-order service of queued writes.
+const REORDER_STREAM: u64 = 0x9E6C_63D0_676A_9A99;
 /// A single command is timed over at most this many program units (larger
 /// commands are beyond any MDTS; the bound keeps `submit` O(1) and hang-free).
 const MAX_UNITS_PER_COMMAND: u64 = 4096;
@@ -201,6 +203,8 @@ pub struct FlashArray {
     meters: [ActivityMeter; 3],
     reset_hit_acc: u64,
     draws: u64,
+    /// Draws of the out-of-order service of queued writes (own stream).
+    reorder_draws: u64,
     /// Sequential read streams (read-ahead).
     ra: StreamTable,
     /// Read-ahead hit engine busy-until.
@@ -208,6 +212,10 @@ pub struct FlashArray {
     /// Host link (device → host) busy-until and rate; `None` = unlimited.
     link_read_free: u64,
     link_read_rate: Option<Rate>,
+    /// ECC decode of read data, one pipelined stage per channel after the
+    /// channel transfer (`read_decode_mibps`; None = no separate stage).
+    decode_rate: Option<Rate>,
+    decode_free: Vec<u64>,
     ra_rate: Rate,
     ra_window: u64,
     ra_trigger: u32,
@@ -267,11 +275,14 @@ impl FlashArray {
             meters: [ActivityMeter::new(p.reset_interference_window_ns); 3],
             reset_hit_acc: PPM / 2,
             draws: 0,
+            reorder_draws: 0,
             ra: StreamTable::new(p.readahead_streams as usize),
             ra_free: 0,
             link_read_free: 0,
             link_read_rate: (p.host_link_read_mibps > 0)
                 .then(|| Rate::from_mibps(p.host_link_read_mibps)),
+            decode_rate: (p.read_decode_mibps > 0).then(|| Rate::from_mibps(p.read_decode_mibps)),
+            decode_free: vec![0; p.channels as usize],
             ra_rate: Rate::from_mibps(p.readahead_hit_mibps.max(1)),
             ra_window: u64::from(p.readahead_window_units),
             ra_trigger: p.readahead_trigger_reads,
@@ -339,7 +350,11 @@ impl FlashArray {
     /// `ZrwaCommit` is background work: it returns when its data is in flash.
     pub fn submit(&mut self, now_ns: u64, stack: HostStack, op: &MediaOp) -> u64 {
         let now_ns = now_ns.min(MAX_SUBMIT_NS);
-        let (hs, hc) = self.host_costs(stack);
+        let (hs, hc) = if matches!(op, MediaOp::Read { .. }) {
+            self.read_host_costs(stack)
+        } else {
+            self.host_costs(stack)
+        };
         let t = now_ns.saturating_add(hs);
         let op = self.clamp(*op);
         let done = match op {
@@ -509,12 +524,28 @@ impl FlashArray {
         places: &[FtlPlace],
     ) -> u64 {
         let now_ns = now_ns.min(MAX_SUBMIT_NS);
-        let (hs, hc) = self.host_costs(stack);
+        let (hs, hc) = self.read_host_costs(stack);
         let t = now_ns.saturating_add(hs);
         let bytes = bytes.min(MAX_UNITS_PER_COMMAND * self.unit_bytes);
         let d = self.read(t, ns, lba_offset_bytes, bytes, Some(places));
         self.meters[CLASS_READ].record(t, d);
         d.saturating_add(hc)
+    }
+
+    /// Host costs of a read: under mq-deadline a read may cost less than a
+    /// write (`host_io_uring_mq_deadline_read_*_ns`).
+    #[inline]
+    fn read_host_costs(&self, stack: HostStack) -> (u64, u64) {
+        let (hs, hc) = self.host_costs(stack);
+        if stack == HostStack::IoUringMqDeadline {
+            let p = &self.profile;
+            (
+                p.host_io_uring_mq_deadline_read_submit_ns.unwrap_or(hs),
+                p.host_io_uring_mq_deadline_read_complete_ns.unwrap_or(hc),
+            )
+        } else {
+            (hs, hc)
+        }
     }
 
     #[inline]
@@ -603,6 +634,29 @@ impl FlashArray {
         (t + r).saturating_sub(j)
     }
 
+    /// Out-of-order service of queued writes: a write (append) that waited
+    /// `wait` ns for its engine and for buffer room completes at a point
+    /// drawn uniformly within +/- `write_queue_reorder_ppm` of that wait
+    /// around its arrival-order completion `d` (deterministic from the seed,
+    /// own stream). Never earlier than an idle device would complete it; the
+    /// engine and buffer reservations stay as they are, so throughput does
+    /// not change.
+    #[inline]
+    fn out_of_order(&mut self, d: u64, wait: u64, fua: bool) -> u64 {
+        let ppm = self.profile.write_queue_reorder_ppm;
+        if ppm == 0 || wait == 0 || (fua && !self.profile.write_buffer_power_loss_protected) {
+            return d;
+        }
+        let span = (u128::from(wait) * u128::from(ppm) / u128::from(PPM)) as u64;
+        if span == 0 {
+            return d;
+        }
+        // Its own stream, so that the other draws (jitter) are unchanged.
+        self.reorder_draws += 1;
+        let r = splitmix64(self.profile.seed ^ REORDER_STREAM ^ splitmix64(self.reorder_draws));
+        d - span + r % (2 * span + 1)
+    }
+
     #[inline]
     fn extra_units(&self, bytes: u64) -> u64 {
         bytes
@@ -641,10 +695,14 @@ impl FlashArray {
     }
 
     /// Die assumed to hold program unit `k` of a conventional namespace (for
-    /// reads: the page map is not modelled, so the unit is hashed to a die).
+    /// reads; the page map is not modelled): the units of a namespace written
+    /// in LBA order lie on consecutive dies, as the log-structured writes put
+    /// them (one die after the other), so a sequential or multi-unit read
+    /// spreads over dies and channels; a random read lands on a uniformly
+    /// random die.
     #[inline]
     fn conv_die(&self, k: u64) -> usize {
-        (splitmix64(k) % self.total_dies) as usize
+        (k % self.total_dies) as usize
     }
 
     /// Programs one unit (of which `bytes` are buffered data) on `die` once
@@ -733,6 +791,14 @@ impl FlashArray {
             p.write_engine_per_extra_unit_ns,
             bytes,
         );
+        // Background part of a sub-granule write's extra: the engine does it
+        // after the data is admitted, the completion does not wait for it.
+        let bg = if bytes < p.host_xfer_unit_bytes {
+            p.write_engine_small_background_ns
+        } else {
+            0
+        };
+        let svc = svc - bg;
         let extra = if implicit_open {
             p.implicit_open_write_extra_ns
         } else {
@@ -750,14 +816,14 @@ impl FlashArray {
             let ready = match medium {
                 ZrwaMedium::WriteBuffer => {
                     let r = self.buffer.admit(ee, bytes, false);
-                    self.write_eng_free = r;
+                    self.write_eng_free = r + bg;
                     r
                 }
                 ZrwaMedium::Dram => {
                     // The engine hands the data to the DRAM medium, a pipeline
                     // stage of its own.
                     let r = self.buffer.admit(ee, 0, false);
-                    self.write_eng_free = r;
+                    self.write_eng_free = r + bg;
                     let zs = r.max(self.zrwa_free);
                     self.zrwa_free = zs + self.zrwa_rate.ns(bytes);
                     self.zrwa_free
@@ -769,7 +835,7 @@ impl FlashArray {
                     // traffic above the medium's rate fills the buffer and
                     // stalls the write path, as programs do.
                     let adm = self.buffer.admit(ee, bytes, true);
-                    self.write_eng_free = adm;
+                    self.write_eng_free = adm + bg;
                     let zs = adm.max(self.zrwa_free);
                     self.zrwa_free = zs + self.zrwa_rate.ns(bytes);
                     self.buffer.release_at(self.zrwa_free, bytes);
@@ -791,9 +857,10 @@ impl FlashArray {
             return d;
         }
         let adm = self.buffer.admit(ee, bytes, true);
-        self.write_eng_free = adm;
+        self.write_eng_free = adm + bg;
         let last = self.schedule_zone_range(adm, zone, off, bytes);
         let d = self.write_path_done(adm, last, off.saturating_add(bytes), fua) + complete;
+        let d = self.out_of_order(d, adm.saturating_sub(fe + svc), fua);
         self.jitter(d)
     }
 
@@ -826,6 +893,7 @@ impl FlashArray {
         self.append_eng_free = adm;
         let last = self.schedule_zone_range(adm, zone, off, bytes);
         let d = self.write_path_done(adm, last, off.saturating_add(bytes), fua) + complete;
+        let d = self.out_of_order(d, adm.saturating_sub(fe + svc), fua);
         self.jitter(d)
     }
 
@@ -897,13 +965,44 @@ impl FlashArray {
     fn flash_read(&mut self, t: u64, die: usize, unit_start: u64, cs: u64, ce: u64) -> u64 {
         let first = (cs - unit_start) / self.stripe_bytes;
         let last = (ce - 1 - unit_start) / self.stripe_bytes;
+        if self.profile.read_pages_serial && last > first {
+            // One sense per page, each page's data out over the channel
+            // before the next sense (the page register holds one page).
+            let ch = (die as u64 % self.n_channels) as usize;
+            let mut at = t;
+            for pg in first..=last {
+                let ps = cs.max(unit_start + pg * self.stripe_bytes);
+                let pe = ce.min(unit_start + (pg + 1) * self.stripe_bytes);
+                let tr = self.read_page_ns[(pg % self.n_page_types) as usize];
+                let re = self.dies[die].read(at, tr, self.seg_ns);
+                let xe = self.channels[ch].read_xfer(re, self.ch_rate.ns(pe - ps));
+                at = self.decode(ch, xe, pe - ps);
+            }
+            return at;
+        }
         let mut tr = 0;
         for pg in first..=last.min(first + self.n_page_types - 1) {
             tr = tr.max(self.read_page_ns[(pg % self.n_page_types) as usize]);
         }
         let re = self.dies[die].read(t, tr, self.seg_ns);
         let ch = (die as u64 % self.n_channels) as usize;
-        self.channels[ch].read_xfer(re, self.ch_rate.ns(ce - cs))
+        let xe = self.channels[ch].read_xfer(re, self.ch_rate.ns(ce - cs));
+        self.decode(ch, xe, ce - cs)
+    }
+
+    /// ECC decode of `bytes` of read data that left channel `ch` at `t`:
+    /// the channel's decoder is a serial stage of its own (pipelined with
+    /// the transfers); returns when the data is decoded.
+    #[inline]
+    fn decode(&mut self, ch: usize, t: u64, bytes: u64) -> u64 {
+        match self.decode_rate {
+            None => t,
+            Some(rate) => {
+                let s = t.max(self.decode_free[ch]);
+                self.decode_free[ch] = s + rate.ns(bytes);
+                self.decode_free[ch]
+            }
+        }
     }
 
     fn read(&mut self, t: u64, ns: u32, off: u64, bytes: u64, places: Option<&[FtlPlace]>) -> u64 {
@@ -966,7 +1065,8 @@ impl FlashArray {
                         // SLC-mode block: one page type, its own tR.
                         let re = self.dies[die].read(t0, p.read_ns, self.seg_ns);
                         let ch = (die as u64 % self.n_channels) as usize;
-                        self.channels[ch].read_xfer(re, self.ch_rate.ns(ce - cs))
+                        let xe = self.channels[ch].read_xfer(re, self.ch_rate.ns(ce - cs));
+                        self.decode(ch, xe, ce - cs)
                     } else {
                         self.flash_read(t0, die, 0, cs, ce)
                     };
@@ -997,7 +1097,7 @@ impl FlashArray {
             self.ra_continue(t0, conv, i, limit, end);
         }
         let link = self.link_read(fe, end - off);
-        done.max(link) + self.profile.read_complete_ns
+        done.max(link) + self.profile.read_complete_ns + self.profile.read_flash_extra_ns
     }
 
     /// The host link's share of a read of `bytes` whose command passed the

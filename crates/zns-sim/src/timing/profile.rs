@@ -119,6 +119,16 @@ pub struct TimingProfile {
     pub host_io_uring_mq_deadline_submit_ns: u64,
     /// io_uring + mq-deadline: completion-side host cost.
     pub host_io_uring_mq_deadline_complete_ns: u64,
+    /// io_uring + mq-deadline: submission-side host cost of a read, if it
+    /// differs from a write's (the scheduler's zoned write path — zone write
+    /// locking, write sorting — is what writes pay; reads pass through).
+    /// Default: the write's cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_io_uring_mq_deadline_read_submit_ns: Option<u64>,
+    /// io_uring + mq-deadline: completion-side host cost of a read. Default:
+    /// the write's cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_io_uring_mq_deadline_read_complete_ns: Option<u64>,
 
     // ------------------------------------------------------------- controller
     /// Command front end (fetch, decode): one serial FIFO shared by every
@@ -132,6 +142,15 @@ pub struct TimingProfile {
     /// Completion-time jitter of writes and appends: uniform in +/- this,
     /// drawn from `seed` (breaks the lock-step of deterministic closed loops).
     pub io_jitter_ns: u64,
+    /// Out-of-order service of queued writes and appends (not ZRWA writes):
+    /// a command that waited for its engine or for write-buffer room
+    /// completes up to this share (ppm) of its wait earlier or later than in
+    /// arrival order, drawn uniformly from `seed`. Engine and buffer
+    /// reservations are unchanged (throughput, and in a closed loop the mean
+    /// latency, stay); the latency spread under contention grows. Default 0
+    /// (FIFO).
+    #[serde(default)]
+    pub write_queue_reorder_ppm: u64,
     /// Granule of the host-data path: the first granule of a write/append is in
     /// the engine base cost, each further granule adds `*_per_extra_unit_ns`.
     pub host_xfer_unit_bytes: u64,
@@ -142,6 +161,13 @@ pub struct TimingProfile {
     /// Write engine: extra occupancy of a write smaller than one host granule
     /// (0 on a 4 KiB LBA format; large on the 512 B format).
     pub write_engine_small_extra_ns: u64,
+    /// The part of `write_engine_small_extra_ns` the write engine spends
+    /// after the write is admitted to the buffer (background work of a
+    /// sub-granule write that the completion does not wait for, but that
+    /// holds the engine for the next command). Default 0: all of it is on
+    /// the latency path. At most `write_engine_small_extra_ns`.
+    #[serde(default)]
+    pub write_engine_small_background_ns: u64,
     /// Fixed (pipelined) time from write-buffer admission to the completion.
     pub write_complete_ns: u64,
     /// Extra latency of a write that implicitly opens its zone.
@@ -160,6 +186,11 @@ pub struct TimingProfile {
     pub read_controller_ns: u64,
     /// Fixed controller time of a read after the channel transfer (ECC, completion).
     pub read_complete_ns: u64,
+    /// Extra completion time of a read served from flash (not of a
+    /// read-ahead hit): a set-up's fixed cost of the flash-read path beyond
+    /// the calibrated one (docs/timing-model.md: ZNS-Study's set-up). Default 0.
+    #[serde(default)]
+    pub read_flash_extra_ns: u64,
     /// Host link (PCIe) bandwidth from the device to the host: read data
     /// crosses it after the flash (or the read-ahead DRAM), one transfer at
     /// a time; 0 = unlimited (the default).
@@ -187,6 +218,20 @@ pub struct TimingProfile {
     pub program_ns: u64,
     /// Channel transfer rate.
     pub channel_mibps: u64,
+    /// ECC decode rate of read data: after its channel transfer, read data
+    /// passes the channel's decoder, a serial stage of its own pipelined
+    /// with the transfers, so a single read pays both (QD1 latency) while
+    /// under load each stage bounds the channel's read bandwidth on its own.
+    /// 0 = no separate stage (the default).
+    #[serde(default)]
+    pub read_decode_mibps: u64,
+    /// A read that spans several pages (page types) of a program unit on one
+    /// die senses them one after another, and each page's data leaves the
+    /// die's page register over the channel before the next sense starts (no
+    /// cache read): die time `sum(tR)`, transfers in between. Default false:
+    /// one sense of the slowest page type, then one transfer.
+    #[serde(default)]
+    pub read_pages_serial: bool,
     /// Block erase time (tBERS) on one die. Only device-side garbage
     /// collection erases blocks (an FTL namespace, `zns-device`'s `ftl`);
     /// zone resets do not touch the dies (measured on the ZN540). Default 0.
@@ -463,12 +508,25 @@ impl TimingProfile {
             ("zrwa_medium_mibps", self.zrwa_medium_mibps),
             ("readahead_hit_mibps", self.readahead_hit_mibps),
             ("host_link_read_mibps", self.host_link_read_mibps),
+            ("read_decode_mibps", self.read_decode_mibps),
         ] {
             if v > 1 << 24 {
                 return Err(format!(
                     "timing.{name} = {v} MiB/s is unreasonably large (max 16777216)"
                 ));
             }
+        }
+        if self.write_engine_small_background_ns > self.write_engine_small_extra_ns {
+            return Err(format!(
+                "timing.write_engine_small_background_ns = {} exceeds write_engine_small_extra_ns = {}",
+                self.write_engine_small_background_ns, self.write_engine_small_extra_ns
+            ));
+        }
+        if self.write_queue_reorder_ppm > 1_000_000 {
+            return Err(format!(
+                "timing.write_queue_reorder_ppm = {} must be at most 1000000 (100 %)",
+                self.write_queue_reorder_ppm
+            ));
         }
         if self.reset_jitter_ppm >= 1_000_000 {
             return Err(format!(
@@ -501,7 +559,7 @@ impl TimingProfile {
         Ok(())
     }
 
-    fn time_fields(&self) -> [(&'static str, u64); 38] {
+    fn time_fields(&self) -> [(&'static str, u64); 42] {
         [
             ("host_spdk_submit_ns", self.host_spdk_submit_ns),
             ("host_spdk_complete_ns", self.host_spdk_complete_ns),
@@ -521,6 +579,14 @@ impl TimingProfile {
                 "host_io_uring_mq_deadline_complete_ns",
                 self.host_io_uring_mq_deadline_complete_ns,
             ),
+            (
+                "host_io_uring_mq_deadline_read_submit_ns",
+                self.host_io_uring_mq_deadline_read_submit_ns.unwrap_or(0),
+            ),
+            (
+                "host_io_uring_mq_deadline_read_complete_ns",
+                self.host_io_uring_mq_deadline_read_complete_ns.unwrap_or(0),
+            ),
             ("frontend_ns", self.frontend_ns),
             ("write_engine_ns", self.write_engine_ns),
             (
@@ -530,6 +596,10 @@ impl TimingProfile {
             (
                 "write_engine_small_extra_ns",
                 self.write_engine_small_extra_ns,
+            ),
+            (
+                "write_engine_small_background_ns",
+                self.write_engine_small_background_ns,
             ),
             ("write_complete_ns", self.write_complete_ns),
             (
@@ -552,6 +622,7 @@ impl TimingProfile {
             ),
             ("read_controller_ns", self.read_controller_ns),
             ("read_complete_ns", self.read_complete_ns),
+            ("read_flash_extra_ns", self.read_flash_extra_ns),
             ("flush_ns", self.flush_ns),
             ("program_ns", self.program_ns),
             ("erase_ns", self.erase_ns),
