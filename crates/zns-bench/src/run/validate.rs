@@ -1,0 +1,206 @@
+//! A job checked against the device it targets before anything runs:
+//! its block sizes against the LBA size, MDTS and ZRWA, its options against
+//! the namespace's kind (the message names the option), its byte range,
+//! and concurrent zone writers' ranges kept apart.
+
+use super::*;
+
+/// Concurrent jobs that change zones (zbd writes, zone ops) must own
+/// disjoint zone ranges: each keeps its own view of its zones' write
+/// pointers. (fio shares one zone table between jobs; znskit asks for
+/// separate ranges instead of interleaving jobs inside a zone.)
+pub(super) fn check_disjoint_zone_writers(runs: &[Rc<JobRun>]) -> Result<(), RunError> {
+    let writers: Vec<&Rc<JobRun>> = runs
+        .iter()
+        .filter(|r| r.zbd_writes() || r.spec.zone_op.is_some())
+        .collect();
+    for (i, a) in writers.iter().enumerate() {
+        for b in &writers[i + 1..] {
+            let same_dev = a.spec.filename == b.spec.filename && a.spec.nsid == b.spec.nsid;
+            let zb = a.geo.zone_bytes.max(1);
+            let (a0, a1) = (a.start / zb, (a.start + a.len).div_ceil(zb));
+            let (b0, b1) = (b.start / zb, (b.start + b.len).div_ceil(zb));
+            if same_dev && a0 < b1 && b0 < a1 {
+                return Err(RunError::Setup {
+                    job: a.spec.name.clone(),
+                    msg: format!(
+                        "it and job {} change the same zones ({}..{}) at the same time; give concurrent zone writers separate ranges (offset, or offset_increment with numjobs), or separate them with stonewall",
+                        b.spec.name,
+                        a0.max(b0),
+                        a1.min(b1)
+                    ),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Every I/O size the job can issue in the directions it does (a range's
+/// smallest, largest and step), to check against the device.
+pub(super) fn job_block_sizes(spec: &JobSpec) -> Vec<u64> {
+    let mut sizes = Vec::new();
+    if spec.rw.has_reads() {
+        sizes.extend(spec.block_sizes.read.sizes_to_check());
+    }
+    if spec.rw.has_writes() {
+        sizes.extend(spec.block_sizes.write.sizes_to_check());
+    }
+    if spec.rw.is_trim() {
+        sizes.extend(spec.block_sizes.trim.sizes_to_check());
+    }
+    sizes
+}
+
+/// The largest I/O the job issues.
+pub(super) fn max_block_bytes(spec: &JobSpec) -> u64 {
+    job_block_sizes(spec).into_iter().max().unwrap_or(spec.bs)
+}
+
+/// Checks of a job against the device it targets; the message names the option.
+pub(super) fn validate(spec: &JobSpec, target: &Target, geo: &Geometry) -> Result<(), String> {
+    if spec.time_based && spec.runtime.is_none() {
+        return Err(
+            "time_based with no runtime (or runtime=0) would run for ever: set runtime=".into(),
+        );
+    }
+    let zoned = target.zoned().is_some();
+    let lba = geo.lba_bytes;
+    if spec.rw.is_trim() {
+        if zoned {
+            return Err(format!(
+                "rw={}: a zoned namespace has no deallocate (fio turns trims into zone resets there): use zone_op=reset",
+                spec.rw.as_str()
+            ));
+        }
+        if spec.rate.is_some() || spec.rate_iops.is_some() {
+            return Err(format!(
+                "rw={}: rate and rate_iops limit reads and writes only here",
+                spec.rw.as_str()
+            ));
+        }
+    }
+    for bytes in job_block_sizes(spec) {
+        if bytes % lba != 0 {
+            return Err(format!(
+                "block size {bytes} (bs/bsrange/bssplit) is not a multiple of the device's {lba}-byte logical block"
+            ));
+        }
+        if geo.max_transfer_bytes > 0 && bytes > geo.max_transfer_bytes {
+            return Err(format!(
+                "block size {bytes} (bs/bsrange/bssplit) exceeds the device's maximum transfer size (MDTS) of {} bytes",
+                geo.max_transfer_bytes
+            ));
+        }
+    }
+    if !zoned {
+        let zoned_only = [
+            ("zonemode=zbd", spec.zonemode == ZoneMode::Zbd),
+            ("zone_op", spec.zone_op.is_some()),
+            ("zone_append", spec.zone_append),
+            ("zrwa", spec.zrwa),
+            ("zone_write_limit", spec.zone_write_limit.is_some()),
+        ];
+        if let Some((what, _)) = zoned_only.iter().find(|(_, on)| *on) {
+            return Err(format!(
+                "{what} needs a zoned namespace, but the job's namespace is conventional"
+            ));
+        }
+        for s in [spec.size, Some(spec.offset), Some(spec.offset_increment)]
+            .into_iter()
+            .flatten()
+        {
+            if matches!(s, crate::job::SizeSpec::Zones(_)) {
+                return Err(format!(
+                    "size `{s}` counts zones, but the namespace is conventional"
+                ));
+            }
+        }
+        return Ok(());
+    }
+    let dev_open = geo.max_open_zones;
+    for (name, v) in [
+        ("max_open_zones", spec.max_open_zones),
+        ("job_max_open_zones", spec.job_max_open_zones),
+    ] {
+        if dev_open != 0 && v > dev_open {
+            return Err(format!(
+                "{name}={v} is more than the device allows ({dev_open} open zones)"
+            ));
+        }
+    }
+    let writes = spec.rw.has_writes() && spec.zone_op.is_none();
+    if spec.zrwa {
+        let Some(z) = &geo.zrwa else {
+            return Err("zrwa=1 but the device has no Zone Random Write Area".into());
+        };
+        if spec.zone_append {
+            return Err("zrwa=1 and zone_append=1 exclude each other (Zone Append is invalid in a zone with a ZRWA)".into());
+        }
+        if spec.zonemode != ZoneMode::Zbd || !writes {
+            return Err("zrwa=1 applies to zonemode=zbd write jobs".into());
+        }
+        if max_block_bytes(spec) > z.size_lbas * lba {
+            return Err(format!(
+                "block size {} is larger than the ZRWA ({} bytes)",
+                max_block_bytes(spec),
+                z.size_lbas * lba
+            ));
+        }
+        if let Some(f) = spec.zrwa_flush_bytes {
+            let fb = f.resolve(geo.capacity_bytes, geo.zone_bytes, lba);
+            let fg = z.flush_granularity_lbas * lba;
+            if fb == 0 || fb % fg != 0 {
+                return Err(format!(
+                    "zrwa_flush_bytes={fb} is not a positive multiple of the ZRWA flush granularity ({fg} bytes)"
+                ));
+            }
+        }
+    } else if spec.zrwa_flush_bytes.is_some() {
+        return Err("zrwa_flush_bytes needs zrwa=1".into());
+    }
+    if spec.zone_write_limit.is_some()
+        && (spec.zonemode != ZoneMode::Zbd || !writes || spec.rw.is_random())
+    {
+        return Err(
+            "zone_write_limit applies to zonemode=zbd sequential write jobs (rw=write)".into(),
+        );
+    }
+    if spec.zone_op.is_some() && spec.zone_append {
+        return Err("zone_op jobs issue no data I/O; zone_append has no meaning".into());
+    }
+    Ok(())
+}
+
+/// Byte range [start, start+len) of clone `clone` of a job.
+pub(super) fn job_range(spec: &JobSpec, geo: &Geometry, clone: u32) -> Result<(u64, u64), String> {
+    let cap = geo.capacity_bytes;
+    let zone = geo.zone_bytes;
+    let lba = geo.lba_bytes;
+    let mut start = spec.offset.resolve(cap, zone, lba).saturating_add(
+        u64::from(clone).saturating_mul(spec.offset_increment.resolve(cap, zone, lba)),
+    );
+    let zoned_range = spec.zonemode == ZoneMode::Zbd || spec.zone_op.is_some();
+    if zoned_range && zone > 0 {
+        start -= start % zone;
+    } else {
+        start -= start % lba;
+    }
+    if start >= cap {
+        return Err(format!(
+            "the job's range starts at byte {start} (offset + clone × offset_increment), beyond the device's {cap} bytes"
+        ));
+    }
+    let len = spec
+        .size
+        .map(|s| s.resolve(cap, zone, lba))
+        .unwrap_or(cap - start)
+        .min(cap - start);
+    if len < spec.bs && spec.zone_op.is_none() {
+        return Err(format!(
+            "the job's range ({len} bytes) is smaller than bs={}",
+            spec.bs
+        ));
+    }
+    Ok((start, len))
+}
