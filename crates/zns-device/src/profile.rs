@@ -425,5 +425,5 @@ fn check_same_type(key: &str, old: &toml::Value, new: &toml::Value) -> Result<()
 
 /// Optional keys that may be absent from the serialized tree and still be set.
 fn is_optional_key(key: &str) -> bool {
-    matches!(key, "zrwa" | "ftl" | "slc_cache")
+    matches!(key, "zrwa" | "ftl" | "slc_cache" | "gc_modes")
 }
