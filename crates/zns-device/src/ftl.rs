@@ -196,6 +196,13 @@ pub struct GcModesConfig {
     pub foreground_gc_ratio_ppm: u64,
     pub background_gc_ratio_high_ppm: u64,
     pub background_gc_ratio_low_ppm: u64,
+    /// Background GC frees at least this many erase units' worth of slots
+    /// per host unit written (ppm; above 10^6 the pool grows whatever the
+    /// victims' valid fraction): the ratio is raised to
+    /// `reclaim × valid / (slots − valid)` of the next victim when the
+    /// linear one would free less. 0 = off.
+    #[serde(default)]
+    pub background_min_reclaim_ppm: u64,
 }
 
 impl GcModesConfig {
@@ -234,8 +241,8 @@ impl GcModesConfig {
     }
 
     /// GC program units per host program unit (ppm) in `mode` with `free`
-    /// free units.
-    fn ratio_ppm(&self, mode: GcMode, free: u64) -> u64 {
+    /// free units; `victim` = (valid, all) slots of the next victim.
+    fn ratio_ppm(&self, mode: GcMode, free: u64, victim: Option<(u64, u64)>) -> u64 {
         match mode {
             GcMode::Deferred => 0,
             GcMode::Foreground => self.foreground_gc_ratio_ppm,
@@ -249,7 +256,15 @@ impl GcModesConfig {
                     self.background_gc_ratio_high_ppm,
                     self.background_gc_ratio_low_ppm,
                 );
-                rh - (rh - rl) * (f - lo) / (hi - lo)
+                let linear = rh - (rh - rl) * (f - lo) / (hi - lo);
+                let reclaim = match victim {
+                    Some((valid, all)) if valid < all => {
+                        (u128::from(self.background_min_reclaim_ppm) * u128::from(valid)
+                            / u128::from(all - valid)) as u64
+                    }
+                    _ => 0,
+                };
+                linear.max(reclaim)
             }
         }
     }
@@ -1324,7 +1339,17 @@ impl Ftl {
                 GcMode::Background => {}
             }
         }
-        let ratio = m.ratio_ppm(next, free);
+        let victim = if next == GcMode::Background && m.background_min_reclaim_ppm > 0 {
+            let all = u64::from(self.spb) * u64::from(self.group);
+            self.pick_victim(pool)
+                .map(|v| (u64::from(self.units[v as usize].valid), all))
+        } else {
+            None
+        };
+        let Some(m) = &self.cfg.gc_modes else {
+            return;
+        };
+        let ratio = m.ratio_ppm(next, free, victim);
         let spu = i64::from(self.geo.slots_per_unit);
         // At most one erase unit's worth of credit is banked.
         let cap = i64::from(self.spb) * i64::from(self.group) * PPM as i64;

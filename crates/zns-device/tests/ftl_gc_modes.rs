@@ -35,6 +35,7 @@ fn modes() -> GcModesConfig {
         foreground_gc_ratio_ppm: 8_000_000,
         background_gc_ratio_high_ppm: 2_500_000,
         background_gc_ratio_low_ppm: 1_500_000,
+        background_min_reclaim_ppm: 0,
     }
 }
 
@@ -114,6 +115,50 @@ fn gc_modes_cycle_at_the_watermarks() {
         (1.3..2.8).contains(&bg),
         "background GC per host unit {bg:.2}"
     );
+}
+
+/// Foreground and deferred entries after `capacities` × the logical space of
+/// random overwrites of a full drive.
+fn cycles(m: GcModesConfig, capacities: u64) -> (u64, u64) {
+    let cfg = config(Some(m));
+    let geo = cfg.geometry(DIES, UNIT, LOGICAL * MAP, 4096).unwrap();
+    let mut ftl = Ftl::new(&cfg, geo);
+    let mut fx = FtlEffects::default();
+    let mut rng = Rng(17);
+    for m in 0..LOGICAL {
+        fx.clear();
+        ftl.write(m * MAP, MAP, &mut fx).unwrap();
+    }
+    for _ in 0..capacities * LOGICAL {
+        fx.clear();
+        ftl.write(rng.below(LOGICAL) * MAP, MAP, &mut fx).unwrap();
+    }
+    ftl.check_consistency().unwrap();
+    let s = ftl.stats();
+    (s.gc_foreground_entries, s.gc_deferred_entries)
+}
+
+#[test]
+fn background_min_reclaim_escapes_the_equilibrium() {
+    // A background ratio of 0.3 frees less than the host consumes once the
+    // victims are a quarter valid: the pool sinks back into foreground GC
+    // and never reaches the defer watermark again (one burst: the fill's) ...
+    let low = GcModesConfig {
+        background_gc_ratio_high_ppm: 300_000,
+        background_gc_ratio_low_ppm: 300_000,
+        ..modes()
+    };
+    let (fg, deferred) = cycles(low.clone(), 8);
+    assert!(fg >= 2 && deferred == 1, "without the reclaim floor: {fg} foreground, {deferred} deferred entries");
+    // ... unless background GC frees at least 1.1 units per host unit.
+    let (fg, deferred) = cycles(
+        GcModesConfig {
+            background_min_reclaim_ppm: 1_100_000,
+            ..low
+        },
+        8,
+    );
+    assert!(fg >= 2 && deferred >= 3, "with it: {fg} foreground, {deferred} deferred entries");
 }
 
 #[test]
