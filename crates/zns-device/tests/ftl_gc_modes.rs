@@ -149,7 +149,10 @@ fn background_min_reclaim_escapes_the_equilibrium() {
         ..modes()
     };
     let (fg, deferred) = cycles(low.clone(), 8);
-    assert!(fg >= 2 && deferred == 1, "without the reclaim floor: {fg} foreground, {deferred} deferred entries");
+    assert!(
+        fg >= 2 && deferred == 1,
+        "without the reclaim floor: {fg} foreground, {deferred} deferred entries"
+    );
     // ... unless background GC frees at least 1.1 units per host unit.
     let (fg, deferred) = cycles(
         GcModesConfig {
@@ -158,7 +161,10 @@ fn background_min_reclaim_escapes_the_equilibrium() {
         },
         8,
     );
-    assert!(fg >= 2 && deferred >= 3, "with it: {fg} foreground, {deferred} deferred entries");
+    assert!(
+        fg >= 2 && deferred >= 3,
+        "with it: {fg} foreground, {deferred} deferred entries"
+    );
 }
 
 #[test]
