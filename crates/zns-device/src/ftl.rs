@@ -34,6 +34,12 @@
 //!   timing model (reads, programs, erase on that die, competing with host
 //!   I/O); with superblocks the relocation is paced: a slice with each host
 //!   program unit (`pay_debt`).
+//! * **GC modes** (optional, `gc_modes`): free-unit watermarks with
+//!   hysteresis switch each pool between deferred GC (none: the host spends
+//!   the free pool at full speed), foreground GC (a fixed GC:host ratio, a
+//!   stall) and background GC (a ratio falling as the pool refills); the
+//!   ratio is earned as credit per host program unit and sets the minimum
+//!   debt paid per host unit (`gc_step`).
 //! * **TRIM** unmaps: the slots become invalid, like overwritten ones.
 //! * **SLC cache** (optional, `slc_cache`): new host units are opened in SLC
 //!   mode (1 / bits per cell of the slots, smaller program units with their
