@@ -34,6 +34,12 @@
 //!   timing model (reads, programs, erase on that die, competing with host
 //!   I/O); with superblocks the relocation is paced: a slice with each host
 //!   program unit (`pay_debt`).
+//! * **GC modes** (optional, `gc_modes`): free-unit watermarks with
+//!   hysteresis switch each pool between deferred GC (none: the host spends
+//!   the free pool at full speed), foreground GC (a fixed GC:host ratio, a
+//!   stall) and background GC (a ratio falling as the pool refills); the
+//!   ratio is earned as credit per host program unit and sets the minimum
+//!   debt paid per host unit (`gc_step`).
 //! * **TRIM** unmaps: the slots become invalid, like overwritten ones.
 //! * **SLC cache** (optional, `slc_cache`): new host units are opened in SLC
 //!   mode (1 / bits per cell of the slots, smaller program units with their
@@ -170,6 +176,115 @@ pub struct FtlConfig {
     /// Dynamic SLC cache (off when absent).
     #[serde(default)]
     pub slc_cache: Option<SlcCacheConfig>,
+    /// Firmware GC modes: free-space watermarks with hysteresis switching
+    /// between deferred, background and foreground GC (off when absent:
+    /// GC only at `gc_start_free_blocks`).
+    #[serde(default)]
+    pub gc_modes: Option<GcModesConfig>,
+}
+
+/// The `ftl.gc_modes` table: how much GC the firmware does per host write,
+/// by the pool's free units, with hysteresis (docs/ftl.md, "GC modes").
+/// Ratios are GC program units per host program unit, in ppm.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GcModesConfig {
+    /// Deferred GC (no GC, the host at full speed) from when a pool has this
+    /// many free units ...
+    pub defer_free_blocks: u32,
+    /// ... until it has fewer than this: foreground GC, the host throttled
+    /// to `foreground_gc_ratio_ppm` ...
+    pub foreground_free_blocks: u32,
+    /// ... until it has this many again: background GC, at a ratio falling
+    /// linearly from `background_gc_ratio_high_ppm` (here) to
+    /// `background_gc_ratio_low_ppm` (at `defer_free_blocks`).
+    pub resume_free_blocks: u32,
+    pub foreground_gc_ratio_ppm: u64,
+    pub background_gc_ratio_high_ppm: u64,
+    pub background_gc_ratio_low_ppm: u64,
+    /// Background GC frees at least this many erase units' worth of slots
+    /// per host unit written (ppm; above 10^6 the pool grows whatever the
+    /// victims' valid fraction): the ratio is raised to
+    /// `reclaim × valid / (slots − valid)` of the next victim when the
+    /// linear one would free less. 0 = off.
+    #[serde(default)]
+    pub background_min_reclaim_ppm: u64,
+}
+
+impl GcModesConfig {
+    /// Checks the watermarks' order against the GC floor and the pool size.
+    fn check(&self, gc_stop_free_blocks: u32, units_per_pool: u64) -> Result<(), String> {
+        let (fg, resume, defer) = (
+            self.foreground_free_blocks,
+            self.resume_free_blocks,
+            self.defer_free_blocks,
+        );
+        if !(gc_stop_free_blocks <= fg && fg < resume && resume < defer) {
+            return Err(format!(
+                "ftl.gc_modes: foreground_free_blocks = {fg}, resume_free_blocks = {resume}, \
+                 defer_free_blocks = {defer}: need gc_stop_free_blocks ({gc_stop_free_blocks}) <= \
+                 foreground < resume < defer"
+            ));
+        }
+        if u64::from(defer) >= units_per_pool {
+            return Err(format!(
+                "ftl.gc_modes.defer_free_blocks = {defer}: must be below the {units_per_pool} erase units of a pool"
+            ));
+        }
+        if self.foreground_gc_ratio_ppm == 0
+            || self.background_gc_ratio_low_ppm == 0
+            || self.background_gc_ratio_high_ppm < self.background_gc_ratio_low_ppm
+        {
+            return Err(format!(
+                "ftl.gc_modes: foreground_gc_ratio_ppm = {}, background_gc_ratio_high_ppm = {}, \
+                 background_gc_ratio_low_ppm = {}: need foreground > 0 and high >= low > 0",
+                self.foreground_gc_ratio_ppm,
+                self.background_gc_ratio_high_ppm,
+                self.background_gc_ratio_low_ppm
+            ));
+        }
+        Ok(())
+    }
+
+    /// GC program units per host program unit (ppm) in `mode` with `free`
+    /// free units; `victim` = (valid, all) slots of the next victim.
+    fn ratio_ppm(&self, mode: GcMode, free: u64, victim: Option<(u64, u64)>) -> u64 {
+        match mode {
+            GcMode::Deferred => 0,
+            GcMode::Foreground => self.foreground_gc_ratio_ppm,
+            GcMode::Background => {
+                let (lo, hi) = (
+                    u64::from(self.resume_free_blocks),
+                    u64::from(self.defer_free_blocks),
+                );
+                let f = free.clamp(lo, hi);
+                let (rh, rl) = (
+                    self.background_gc_ratio_high_ppm,
+                    self.background_gc_ratio_low_ppm,
+                );
+                let linear = rh - (rh - rl) * (f - lo) / (hi - lo);
+                let reclaim = match victim {
+                    Some((valid, all)) if valid < all => {
+                        (u128::from(self.background_min_reclaim_ppm) * u128::from(valid)
+                            / u128::from(all - valid)) as u64
+                    }
+                    _ => 0,
+                };
+                linear.max(reclaim)
+            }
+        }
+    }
+}
+
+/// What a pool's GC does now (`ftl.gc_modes`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum GcMode {
+    /// No GC: the host writes at full speed into the free units.
+    Deferred,
+    /// GC at a ratio that falls as free units grow.
+    Background,
+    /// GC at the foreground ratio: the host waits for what GC frees.
+    Foreground,
 }
 
 fn default_map_unit() -> u64 {
@@ -315,6 +430,9 @@ impl FtlConfig {
             }
         };
         let bpd = blocks_per_die as u64;
+        if let Some(m) = &self.gc_modes {
+            m.check(stop, bpd)?;
+        }
         // Reserve per die: the open host and GC blocks plus the free pool.
         let reserve = u64::from(stop) + 2;
         let spare_blocks = (physical_slots as u64 - logical_units) / spb;
@@ -374,6 +492,10 @@ pub struct FtlStats {
     pub slc_folds: u64,
     /// Erase units currently in SLC mode (open or holding data).
     pub slc_units: u64,
+    /// `gc_modes`: times a pool entered foreground GC (the host throttled)
+    /// and deferred GC (the host at full speed).
+    pub gc_foreground_entries: u64,
+    pub gc_deferred_entries: u64,
 }
 
 impl FtlStats {
@@ -517,6 +639,15 @@ struct Pool {
     buckets: Vec<u32>,
     /// No bucket below this is non-empty.
     min_bucket: u32,
+    /// `gc_modes`: what the pool's GC does now ...
+    mode: GcMode,
+    /// ... the GC slots it may still move (ppm of a slot): earned with each
+    /// host program unit at the mode's ratio, spent by each victim's valid
+    /// slots (negative: the last victim is not yet paid for) ...
+    credit_ppm: i64,
+    /// ... and the GC program units each host program unit pays of a die's
+    /// relocation debt at least (the ratio, rounded up).
+    pace_units: u64,
 }
 
 /// The FTL of one namespace.
@@ -589,6 +720,9 @@ impl Ftl {
                     gc: None,
                     buckets: vec![NONE; (spb * group) as usize + 1],
                     min_bucket: 0,
+                    mode: GcMode::Background,
+                    credit_ppm: 0,
+                    pace_units: 0,
                 }
             })
             .collect();
@@ -1137,7 +1271,8 @@ impl Ftl {
 
     /// One slice of die `die`'s GC debt (superblocks), if it has any.
     fn pay_debt(&mut self, die: u32) -> Option<GcWork> {
-        let rate = self.debt_rate[die as usize];
+        let pace = self.pools[(die / self.group) as usize].pace_units;
+        let rate = self.debt_rate[die as usize].max(pace);
         let d = &mut self.debt[die as usize];
         if d.program_units == 0 && d.read_units == 0 && d.slc_read_units == 0 && d.bytes == 0 {
             return None;
@@ -1183,6 +1318,69 @@ impl Ftl {
             }
             budget -= 1;
         }
+    }
+
+    /// `gc_modes`: after a host program unit of `pool`, switch the pool's
+    /// mode at the watermarks (hysteresis: deferred GC runs down to the
+    /// foreground watermark, foreground GC up to the resume one), earn GC
+    /// credit at the mode's ratio and collect victims while it lasts.
+    fn gc_step(&mut self, pool: u32, out: &mut Vec<GcWork>) {
+        let Some(m) = &self.cfg.gc_modes else {
+            return;
+        };
+        let p = &mut self.pools[pool as usize];
+        let free = p.free.len() as u64;
+        let next = match p.mode {
+            GcMode::Deferred if free < u64::from(m.foreground_free_blocks) => GcMode::Foreground,
+            GcMode::Foreground if free >= u64::from(m.resume_free_blocks) => GcMode::Background,
+            GcMode::Background if free >= u64::from(m.defer_free_blocks) => GcMode::Deferred,
+            GcMode::Background if free < u64::from(m.foreground_free_blocks) => GcMode::Foreground,
+            same => same,
+        };
+        if next != p.mode {
+            p.mode = next;
+            match next {
+                GcMode::Foreground => self.stats.gc_foreground_entries += 1,
+                GcMode::Deferred => self.stats.gc_deferred_entries += 1,
+                GcMode::Background => {}
+            }
+        }
+        let victim = if next == GcMode::Background && m.background_min_reclaim_ppm > 0 {
+            let all = u64::from(self.spb) * u64::from(self.group);
+            self.pick_victim(pool)
+                .map(|v| (u64::from(self.units[v as usize].valid), all))
+        } else {
+            None
+        };
+        let Some(m) = &self.cfg.gc_modes else {
+            return;
+        };
+        let ratio = m.ratio_ppm(next, free, victim);
+        let spu = i64::from(self.geo.slots_per_unit);
+        // At most one erase unit's worth of credit is banked.
+        let cap = i64::from(self.spb) * i64::from(self.group) * PPM as i64;
+        let p = &mut self.pools[pool as usize];
+        p.pace_units = ratio.div_ceil(PPM);
+        p.credit_ppm = if next == GcMode::Deferred {
+            0
+        } else {
+            (p.credit_ppm + ratio as i64 * spu).min(cap)
+        };
+        let mut budget = self.geo.blocks_per_die as usize;
+        while self.pools[pool as usize].credit_ppm > 0 && budget > 0 {
+            let before = self.stats.gc_relocated_bytes;
+            if !self.collect_one(pool, out) {
+                break;
+            }
+            let moved = ((self.stats.gc_relocated_bytes - before) / self.geo.map_unit_bytes) as i64;
+            self.pools[pool as usize].credit_ppm -= moved * PPM as i64;
+            budget -= 1;
+        }
+    }
+
+    /// The GC mode of each pool (`gc_modes`; Background without it).
+    pub fn gc_modes(&self) -> Vec<GcMode> {
+        self.pools.iter().map(|p| p.mode).collect()
     }
 
     /// Whether die `d` can take host data without opening a new unit.
@@ -1399,6 +1597,9 @@ impl Ftl {
                     bytes: unit_bytes,
                     program_ns,
                 });
+                let gc_before = fx.gc.len();
+                self.gc_step(pool as u32, &mut fx.gc);
+                fx.add_gc_load(gc_before);
                 if let Some(slice) = self.pay_debt(die) {
                     fx.gc.push(slice);
                     fx.add_gc_load(fx.gc.len() - 1);

@@ -2,7 +2,7 @@
 //! conventional), power-loss policy and timing parameters — as TOML data.
 //!
 //! Built-in profiles (`zn540`, `zn540-cns`, `zn540-lbaf0`, `pm1731a`, `tiny`,
-//! `sn540`, `tiny-ftl`) live in the
+//! `sn540`, `sn640`, `tiny-ftl`) live in the
 //! repository's `profiles/` directory and are compiled in; users can load their
 //! own file or override any value with `key=value` paths (`--set
 //! namespace.0.zone_count=64`, or the CLI shortcuts such as `--zones 64`).
@@ -205,6 +205,7 @@ const BUILTIN: &[(&str, &str)] = &[
         "sn540-mini",
         include_str!("../../../profiles/sn540-mini.toml"),
     ),
+    ("sn640", include_str!("../../../profiles/sn640.toml")),
     ("tiny-ftl", include_str!("../../../profiles/tiny-ftl.toml")),
 ];
 
@@ -425,5 +426,5 @@ fn check_same_type(key: &str, old: &toml::Value, new: &toml::Value) -> Result<()
 
 /// Optional keys that may be absent from the serialized tree and still be set.
 fn is_optional_key(key: &str) -> bool {
-    matches!(key, "zrwa" | "ftl" | "slc_cache")
+    matches!(key, "zrwa" | "ftl" | "slc_cache" | "gc_modes")
 }

@@ -52,6 +52,7 @@ fn slc_config(fraction_ppm: u64) -> FtlConfig {
             read_ns: 30_000,
             fold: FoldPolicy::WhenFull,
         }),
+        gc_modes: None,
     }
 }
 

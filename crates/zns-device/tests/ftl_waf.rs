@@ -61,6 +61,7 @@ fn config(op_ppm: u64, victim: VictimPolicy) -> FtlConfig {
         idle_gc_after_ns: 0,
         idle_gc_free_blocks: 0,
         slc_cache: None,
+        gc_modes: None,
     }
 }
 
