@@ -154,8 +154,13 @@ pub fn frame<'a, DB: DrawingBackend + 'a>(
     axes: &Axes<'_>,
     style: Style,
 ) -> Result<Chart2d<'a, DB>, String> {
+    // a long title is set smaller rather than clipped at the edges (a
+    // sans-serif character is about 0.55 em wide)
+    let width_px = f64::from(area.dim_in_pixel().0);
+    let fits_px = (width_px / (0.55 * axes.title.chars().count().max(1) as f64)) as u32;
+    let caption_px = style.caption_px.min(fits_px).max(10);
     let mut chart = ChartBuilder::on(area)
-        .caption(axes.title, ("sans-serif", style.caption_px))
+        .caption(axes.title, ("sans-serif", caption_px))
         .margin(style.margin_px)
         .x_label_area_size(style.x_label_area_px)
         .y_label_area_size(style.y_label_area_px)
