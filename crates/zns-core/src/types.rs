@@ -295,7 +295,11 @@ impl ZonedConfig {
     }
 
     /// Checks the configuration; the error names the offending field.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), InvalidZoneConfig> {
+        self.check_fields().map_err(InvalidZoneConfig)
+    }
+
+    fn check_fields(&self) -> Result<(), String> {
         if !self.lba_bytes.is_power_of_two() || !(512..=65536).contains(&self.lba_bytes) {
             return Err(format!(
                 "lba_bytes = {}: must be a power of two in 512..=65536",
@@ -364,3 +368,10 @@ impl ZonedConfig {
 
 /// A status-carrying result of the pure state machine.
 pub type ZnsResult<T> = Result<T, NvmeStatus>;
+
+/// A zoned namespace's configuration, or a zone table restored for it, that
+/// cannot be: the message names the field (and the zone).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+#[non_exhaustive]
+pub struct InvalidZoneConfig(pub String);

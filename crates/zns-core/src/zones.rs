@@ -19,8 +19,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::status::NvmeStatus;
 use crate::types::{
-    ReportFilter, ZnsResult, ZoneAction, ZoneAttributes, ZoneDescriptor, ZoneSendCmd, ZoneState,
-    ZoneType, ZonedConfig,
+    InvalidZoneConfig, ReportFilter, ZnsResult, ZoneAction, ZoneAttributes, ZoneDescriptor,
+    ZoneSendCmd, ZoneState, ZoneType, ZonedConfig,
 };
 
 use NvmeStatus::*;
@@ -147,13 +147,13 @@ pub struct ZoneSet {
 
 impl ZoneSet {
     /// A namespace with every zone Empty. Fails (naming the field) if `cfg` is invalid.
-    pub fn new(cfg: ZonedConfig) -> Result<ZoneSet, String> {
+    pub fn new(cfg: ZonedConfig) -> Result<ZoneSet, InvalidZoneConfig> {
         cfg.validate()?;
         if cfg.zone_count > MAX_ZONES {
-            return Err(format!(
+            return Err(InvalidZoneConfig(format!(
                 "zone_count = {}: at most {MAX_ZONES} zones are supported (32 bytes of state each)",
                 cfg.zone_count
-            ));
+            )));
         }
         let zsze = cfg.zone_size_lbas;
         let zones = (0..cfg.zone_count as u64)
@@ -512,8 +512,18 @@ impl ZoneSet {
     /// Rebuilds a zone set from `snapshot()` records, validating every record (the
     /// error names the zone index and the field) and the resource limits.
     /// Implicitly opened zones get the open order of their index.
-    pub fn from_snapshot(cfg: ZonedConfig, records: &[ZoneRecord]) -> Result<ZoneSet, String> {
+    pub fn from_snapshot(
+        cfg: ZonedConfig,
+        records: &[ZoneRecord],
+    ) -> Result<ZoneSet, InvalidZoneConfig> {
         let mut set = ZoneSet::new(cfg)?;
+        set.restore(records).map_err(InvalidZoneConfig)?;
+        Ok(set)
+    }
+
+    /// Loads `records` into a new set (from_snapshot's checks).
+    fn restore(&mut self, records: &[ZoneRecord]) -> Result<(), String> {
+        let set = self;
         if records.len() != set.zones.len() {
             return Err(format!(
                 "zone table has {} records but zone_count = {}",
@@ -559,7 +569,7 @@ impl ZoneSet {
                 set.zrwa_used, set.zrwa_resources
             ));
         }
-        Ok(set)
+        Ok(())
     }
 
     /// Recounts everything from scratch and compares with the kept counters and

@@ -1399,7 +1399,7 @@ fn new_ns_state(
                 Some(r) => ZoneSet::from_snapshot(cfg.clone(), r),
                 None => ZoneSet::new(cfg.clone()),
             }
-            .map_err(DeviceError::Invalid)?;
+            .map_err(|e| DeviceError::Invalid(e.to_string()))?;
             NsState::Zoned { zones, store }
         }
         NamespaceProfile::Conventional(c) => {

@@ -286,7 +286,7 @@ impl Profile {
         }
         for (i, ns) in self.namespaces.iter().enumerate() {
             let result = match ns {
-                NamespaceProfile::Zoned(z) => z.validate(),
+                NamespaceProfile::Zoned(z) => z.validate().map_err(|e| e.to_string()),
                 NamespaceProfile::Conventional(c) => c.validate(),
             };
             result.map_err(|m| invalid(format!("namespace.{i}"), m))?;

@@ -386,7 +386,7 @@ impl LinuxZoned {
             read_across_zone_boundary: read_across,
             zrwa,
         };
-        cfg.validate().map_err(geo)?;
+        cfg.validate().map_err(|e| geo(e.to_string()))?;
         let name = path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())

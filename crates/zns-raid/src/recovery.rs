@@ -218,7 +218,7 @@ fn new_inner(
 ) -> Result<Rc<Inner>, RaidError> {
     let n = members.len();
     let member_cfg = members[0].config().clone();
-    let zones = ZoneSet::new(cfg.clone()).map_err(RaidError::NotAnArray)?;
+    let zones = ZoneSet::new(cfg.clone()).map_err(|e| RaidError::NotAnArray(e.to_string()))?;
     let zcount = cfg.zone_count as usize;
     Ok(Rc::new(Inner {
         handle: handle.clone(),
@@ -428,7 +428,8 @@ impl RaidArray {
                 .map_err(dev_err(usize::MAX))?;
             records.push(rec);
         }
-        let zones = ZoneSet::from_snapshot(cfg, &records).map_err(RaidError::NotAnArray)?;
+        let zones = ZoneSet::from_snapshot(cfg, &records)
+            .map_err(|e| RaidError::NotAnArray(e.to_string()))?;
         inner.st.borrow_mut().zones = zones;
         let seq = inner.st.borrow().seq;
         inner.st.borrow_mut().seq = seq + 1;
