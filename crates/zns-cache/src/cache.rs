@@ -55,6 +55,7 @@ use std::task::Poll;
 
 use serde::Serialize;
 use zns_core::{CmdFuture, NvmeError};
+use zns_sim::join::try_join_all;
 use zns_sim::sync::Notify;
 use zns_sim::Handle;
 use zns_target::check_whole_blocks;
@@ -508,34 +509,6 @@ fn expected_byte(key: u32, off: u64) -> u8 {
     x.to_le_bytes()[(off % 8) as usize]
 }
 
-/// Polls every future in order (so submissions keep their order) until all
-/// complete; the first error wins.
-async fn join_all<T>(futs: &mut [Option<CmdFuture<'_, T>>]) -> Result<Vec<T>, NvmeError> {
-    let mut out: Vec<Option<T>> = (0..futs.len()).map(|_| None).collect();
-    poll_fn(|cx| {
-        let mut pending = false;
-        for (i, slot) in futs.iter_mut().enumerate() {
-            if let Some(f) = slot {
-                match f.as_mut().poll(cx) {
-                    Poll::Ready(Ok(v)) => {
-                        out[i] = Some(v);
-                        *slot = None;
-                    }
-                    Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
-                    Poll::Pending => pending = true,
-                }
-            }
-        }
-        if pending {
-            Poll::Pending
-        } else {
-            Poll::Ready(Ok(()))
-        }
-    })
-    .await?;
-    Ok(out.into_iter().flatten().collect())
-}
-
 impl Cache {
     /// A cache on `dev` (fresh: every zone free). Call [`Cache::prepare`]
     /// before the first get.
@@ -884,12 +857,12 @@ impl Cache {
             self.dev.read(slba, buf).await?;
         } else {
             let lba = u64::from(self.geo.lba_bytes);
-            let mut futs: Vec<Option<CmdFuture<'_, ()>>> = buf
+            let futs: Vec<CmdFuture<'_, ()>> = buf
                 .chunks_mut(piece)
                 .enumerate()
-                .map(|(i, b)| Some(self.dev.read(slba + (i * piece) as u64 / lba, b)))
+                .map(|(i, b)| self.dev.read(slba + (i * piece) as u64 / lba, b))
                 .collect();
-            join_all(&mut futs).await?;
+            try_join_all(futs).await?;
         }
         self.st.borrow_mut().counters.disk_read_bytes += bytes;
         Ok(())
@@ -908,14 +881,12 @@ impl Cache {
                 .await
                 .map_err(CacheError::io(IO_WRITE))?]
         } else {
-            let mut futs: Vec<Option<CmdFuture<'_, u64>>> = data
+            let futs: Vec<CmdFuture<'_, u64>> = data
                 .chunks(piece)
                 .enumerate()
-                .map(|(i, d)| Some(self.dev.write_at(zslba, slba + (i * piece) as u64 / lba, d)))
+                .map(|(i, d)| self.dev.write_at(zslba, slba + (i * piece) as u64 / lba, d))
                 .collect();
-            join_all(&mut futs)
-                .await
-                .map_err(CacheError::io(IO_WRITE))?
+            try_join_all(futs).await.map_err(CacheError::io(IO_WRITE))?
         };
         for (i, at) in landed.iter().enumerate() {
             let want = slba + (i * piece) as u64 / lba;

@@ -6,8 +6,10 @@
 //! models (flash array, append path, zone management costs, interference, ZRWA
 //! backing medium, host stack overheads) compute each command's completion time
 //! when it is submitted, from the busy-until times of the resources it needs.
-//! Nothing here does I/O to real files.
+//! `join` holds the one rule for joining concurrent work in a task. Nothing
+//! here does I/O to real files.
 
+pub mod join;
 pub mod rng;
 pub mod runtime;
 pub mod sync;
