@@ -421,16 +421,22 @@ pub fn run(
     }
     outfiles::write_json(&env.work_dir, "series.json", &series)?;
     let runs = plan(opts);
+    if !opts.resume {
+        // a fresh series: what an earlier one left under these names must
+        // not be taken for this one's by a later --resume
+        for (case, variant, rep) in &runs {
+            let label = run_label(case, variant, *rep);
+            for ext in ["report", "serve.json"] {
+                let _ = std::fs::remove_file(env.work_dir.join(format!("{label}.{ext}")));
+            }
+        }
+    }
     let total = runs.len();
     let mut points = Vec::new();
     for (i, (case, variant, rep)) in runs.into_iter().enumerate() {
         let fig = fig_name(case.fig);
         let array = format!("raid:{MEMBERS}x{},variant={variant}", opts.member);
-        let label = format!(
-            "{fig}-{}-{}-rep{rep}",
-            case.label,
-            variant.replace('+', "p")
-        );
+        let label = run_label(&case, variant, rep);
         let kept = opts
             .resume
             .then(|| earlier_run(&env, &case.workload, &label))
@@ -453,6 +459,16 @@ pub fn run(
         points.push(point(fig, &case, variant, rep, &array, r)?);
     }
     Ok(points)
+}
+
+/// The name of a run's raw report and server stats in `runs/`.
+fn run_label(case: &Case, variant: &str, rep: u32) -> String {
+    format!(
+        "{}-{}-{}-rep{rep}",
+        fig_name(case.fig),
+        case.label,
+        variant.replace('+', "p")
+    )
 }
 
 fn point(
