@@ -571,9 +571,9 @@ struct JobState {
     rng: SimRng,
     /// Measured I/Os, kept only when the job writes fio logs.
     io_log: Vec<crate::iolog::LoggedIo>,
-    /// verify=: the blocks written so far, by byte offset: (bytes, payload
-    /// seed); the do_verify pass reads them back.
-    written: BTreeMap<u64, (u64, u64)>,
+    /// verify=: the blocks written so far, by byte offset: their bytes (a
+    /// block says what it holds; the do_verify pass reads them back).
+    written: BTreeMap<u64, u64>,
     /// verify=: seeds handed out (each block's payload seed follows).
     verify_seq: u64,
     verify_failures: u64,
@@ -1137,12 +1137,12 @@ impl JobRun {
                     self.record(Ddir::Trim, n, slba, submit, r);
                 }
                 Step::Write(slba, n, zi) => {
-                    let seed = self.fill_verified(&mut buf[..n as usize], Some(slba * self.lba));
+                    self.fill_verified(&mut buf[..n as usize], Some(slba * self.lba));
                     let r = self.target.write(slba, &buf[..n as usize]).await;
                     let ok = r.is_ok();
                     self.record(Ddir::Write, n, slba, submit, r);
                     if ok {
-                        self.remember_written(slba * self.lba, n, seed);
+                        self.remember_written(slba * self.lba, n);
                     }
                     if ok && zi != usize::MAX {
                         self.zone_write_done(zi, n / self.lba).await?;
@@ -1150,7 +1150,7 @@ impl JobRun {
                 }
                 Step::Append(zslba, n, zi) => {
                     let dev = self.target.zoned().expect("zoned target");
-                    let seed = self.fill_verified(&mut buf[..n as usize], None);
+                    self.fill_verified(&mut buf[..n as usize], None);
                     let r = dev
                         .append(zslba, &buf[..n as usize], zns_core::IoFlags::NONE)
                         .await;
@@ -1160,7 +1160,7 @@ impl JobRun {
                     let ok = r.is_ok();
                     self.record(Ddir::Write, n, slba, submit, r);
                     if ok {
-                        self.remember_written(slba * self.lba, n, seed);
+                        self.remember_written(slba * self.lba, n);
                         self.zone_write_done(zi, n / self.lba).await?;
                     }
                 }

@@ -19,7 +19,6 @@ impl JobRun {
         let queue: Rc<RefCell<std::collections::VecDeque<(u64, u64)>>> = Rc::new(RefCell::new(
             std::mem::take(&mut self.st.borrow_mut().written)
                 .into_iter()
-                .map(|(off, (bytes, _seed))| (off, bytes))
                 .collect(),
         ));
         let mut handles = Vec::new();
@@ -49,15 +48,7 @@ impl JobRun {
                 }
             }));
         }
-        let mut first_err = Ok(());
-        for h in handles {
-            if let Err(e) = h.await {
-                if first_err.is_ok() {
-                    first_err = Err(e);
-                }
-            }
-        }
-        first_err
+        zns_sim::join::try_join_tasks(handles).await
     }
 
     /// Checks a block read at `off` (bytes); a bad one is counted and the
@@ -71,10 +62,11 @@ impl JobRun {
     }
 
     /// verify=: fills the block about to be written at `off` (bytes; an
-    /// append's is unknown until the device assigns it); its seed.
-    pub(super) fn fill_verified(&self, block: &mut [u8], off: Option<u64>) -> u64 {
+    /// append's is unknown until the device assigns it) with the next
+    /// payload seed of the job.
+    pub(super) fn fill_verified(&self, block: &mut [u8], off: Option<u64>) {
         let Some(kind) = self.spec.verify else {
-            return 0;
+            return;
         };
         let seed = {
             let mut st = self.st.borrow_mut();
@@ -83,29 +75,28 @@ impl JobRun {
         };
         let off = off.unwrap_or(crate::verify::OFFSET_ASSIGNED_BY_DEVICE);
         crate::verify::fill_block(block, kind, off, seed);
-        seed
     }
 
     /// verify= with do_verify: a block written at `off` (bytes); earlier
     /// blocks it overlaps are gone.
-    pub(super) fn remember_written(&self, off: u64, bytes: u64, seed: u64) {
+    pub(super) fn remember_written(&self, off: u64, bytes: u64) {
         if self.spec.verify.is_none() || !self.spec.do_verify {
             return;
         }
         let mut st = self.st.borrow_mut();
         forget_range(&mut st.written, off, off + bytes);
-        st.written.insert(off, (bytes, seed));
+        st.written.insert(off, bytes);
     }
 }
 
-/// Drops the blocks of `written` (offset → (bytes, seed)) that overlap
-/// `from..to` (bytes).
-pub(super) fn forget_range(written: &mut BTreeMap<u64, (u64, u64)>, from: u64, to: u64) {
+/// Drops the blocks of `written` (offset → bytes) that overlap `from..to`
+/// (bytes).
+pub(super) fn forget_range(written: &mut BTreeMap<u64, u64>, from: u64, to: u64) {
     // a block starting before `from` may reach into the range
     let before = written
         .range(..from)
         .next_back()
-        .filter(|(&off, &(bytes, _))| off + bytes > from)
+        .filter(|(&off, &bytes)| off + bytes > from)
         .map(|(&off, _)| off);
     let inside: Vec<u64> = written.range(from..to).map(|(&off, _)| off).collect();
     for off in before.into_iter().chain(inside) {
