@@ -14,20 +14,9 @@ use zns_device::{Controller, ControllerOptions, Profile, StoreKind};
 use zns_sim::timing::HostStack;
 use zns_sim::Runtime;
 
-/// splitmix64 (deterministic test randomness).
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        ((u128::from(self.next()) * u128::from(n)) >> 64) as u64
-    }
-}
+#[path = "support/splitmix.rs"]
+mod splitmix;
+use splitmix::Rng;
 
 const MAP: u64 = 4096;
 /// A TLC one-shot program unit of 3 pages of 4 KiB: an SLC unit is one page.

@@ -23,7 +23,7 @@ use zns_core::{
 };
 use zns_sim::{Handle, JoinHandle};
 
-use crate::join::join_all;
+use zns_sim::join::try_join_tasks;
 
 /// k zones of `inner` as one (see the module header).
 pub struct AggregatedZns {
@@ -141,7 +141,7 @@ impl AggregatedZns {
                     .spawn(async move { inner.write(lba, &d, flags).await })
             })
             .collect();
-        join_all(tasks).await
+        try_join_tasks(tasks).await
     }
 
     fn check_io(&self, slba: u64, bytes: usize) -> Result<(u32, u64, u64), NvmeError> {

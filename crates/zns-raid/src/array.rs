@@ -44,7 +44,6 @@ use crate::engine::{
     drain, ensure_ready, finish_members, flush_members, log_wp, md_append, run_pieces,
     wait_frontier,
 };
-use crate::join::join_all;
 use crate::layout::Layout;
 use crate::md::{Record, RecordKind};
 use crate::media::partial_stripe_data;
@@ -52,6 +51,7 @@ use crate::plan::xor_into;
 use crate::state::{is_member_gone, Inner};
 use crate::stats::RaidStats;
 use crate::{Policy, RaidOptions};
+use zns_sim::join::try_join_tasks;
 
 /// A RAID-5 array of zoned devices (ZRAID), itself a `ZonedDevice`.
 #[derive(Clone)]
@@ -368,7 +368,7 @@ impl RaidArray {
                 _ => {}
             }
         }
-        let res = join_all(tasks).await;
+        let res = try_join_tasks(tasks).await;
         res
     }
 

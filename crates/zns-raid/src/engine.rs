@@ -12,12 +12,13 @@ use std::rc::Rc;
 
 use zns_core::{IoFlags, NvmeError, NvmeStatus, ZoneAction, ZoneSendCmd};
 
-use crate::join::{join_all, join_in_place, poll_all, SubFuture};
+use crate::join::{join_in_place, SubFuture};
 use crate::md::{Record, RecordKind, WpEntry};
 use crate::plan::{Gate, Payload, Piece, SubIo};
 use crate::state::{aborted, Inner, LogZone, MdMember, State, ZonePhase};
 use crate::superblock::{gen_table, superblock};
 use crate::Policy;
+use zns_sim::join::{poll_all, try_join_tasks};
 
 /// Runs one member sub-I/O of zone `zone`, generation `gen`, after its gate
 /// opens; `shared` is the logical write's data (for `SubIo::Data`).
@@ -493,7 +494,7 @@ pub(crate) async fn flush_members(inner: &Rc<Inner>) -> Result<(), NvmeError> {
             inner2.member_result(dev, r)
         }));
     }
-    let res = join_all(handles).await;
+    let res = try_join_tasks(handles).await;
     res
 }
 

@@ -3,7 +3,6 @@
 //! the sub-I/O future and the one join that drops the outputs.
 
 use zns_core::NvmeError;
-pub(crate) use zns_sim::join::{poll_all, try_join_tasks as join_all};
 
 /// A member command, or a chain of them, of one logical command.
 pub(crate) type SubFuture<'a> = zns_sim::join::LocalFuture<'a, Result<(), NvmeError>>;

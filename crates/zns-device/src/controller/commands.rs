@@ -6,6 +6,37 @@
 use super::*;
 
 impl Controller {
+    /// The accounting every accepted write ends with: its bytes in the
+    /// statistics and its entry in the pending-write log a power cut reads
+    /// (the caller counts it as a write or an append).
+    #[allow(clippy::too_many_arguments)]
+    fn account_write(
+        &self,
+        st: &mut State,
+        ns: u32,
+        slba: u64,
+        bytes: u64,
+        nlb: u64,
+        complete_ns: u64,
+        fua: bool,
+        now_ns: u64,
+    ) {
+        st.stats.bytes_written += bytes;
+        let w = PendingWrite {
+            ns,
+            slba,
+            nlb,
+            complete_ns,
+            fua,
+        };
+        log_pending(
+            st,
+            w,
+            now_ns,
+            self.inner.profile.power_loss.completed_unflushed,
+        );
+    }
+
     /// Accepts a write (or a merged group of writes) to a zoned namespace:
     /// state machine, data store, timing, power-loss log. Returns the
     /// completion instant.
@@ -63,19 +94,7 @@ impl Controller {
             );
         }
         st.stats.writes += 1;
-        st.stats.bytes_written += nlb * lba_bytes;
-        log_pending(
-            st,
-            PendingWrite {
-                ns,
-                slba,
-                nlb,
-                complete_ns: done_ns,
-                fua,
-            },
-            now_ns,
-            self.inner.profile.power_loss.completed_unflushed,
-        );
+        self.account_write(st, ns, slba, nlb * lba_bytes, nlb, done_ns, fua, now_ns);
         Ok(done_ns)
     }
 
@@ -190,19 +209,8 @@ impl Controller {
             }
             done_ns = t;
             st.stats.appends += 1;
-            st.stats.bytes_written += nlb * lba_bytes as u64;
-            log_pending(
-                st,
-                PendingWrite {
-                    ns,
-                    slba: lba,
-                    nlb,
-                    complete_ns: done_ns,
-                    fua: flags.fua,
-                },
-                now_ns,
-                self.inner.profile.power_loss.completed_unflushed,
-            );
+            let bytes = nlb * lba_bytes as u64;
+            self.account_write(st, ns, lba, bytes, nlb, done_ns, flags.fua, now_ns);
         }
         self.sync_image_for_fua(flags.fua)?;
         self.complete_at(epoch, done_ns).await?;
@@ -405,19 +413,8 @@ impl Controller {
                 }
             };
             st.stats.writes += 1;
-            st.stats.bytes_written += data.len() as u64;
-            log_pending(
-                st,
-                PendingWrite {
-                    ns,
-                    slba,
-                    nlb,
-                    complete_ns: t,
-                    fua: flags.fua,
-                },
-                now_ns,
-                self.inner.profile.power_loss.completed_unflushed,
-            );
+            let bytes = data.len() as u64;
+            self.account_write(st, ns, slba, bytes, nlb, t, flags.fua, now_ns);
             t
         };
         self.sync_image_for_fua(flags.fua)?;
