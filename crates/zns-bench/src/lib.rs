@@ -12,7 +12,6 @@ pub mod fio_json;
 pub mod iolog;
 pub mod job;
 pub mod jobtext;
-pub mod plot;
 pub mod randmap;
 pub mod repro_zraid;
 pub mod run;

@@ -9,7 +9,7 @@ use std::path::Path;
 use zns_plot::plotters::prelude::*;
 use zns_plot::{color, draw_legend, frame, line, Axes, FULL};
 
-use crate::fidelity::CurveResult;
+use super::report::CurveResult;
 
 fn csv_cell(v: Option<f64>) -> String {
     v.map(|v| format!("{v}")).unwrap_or_default()
