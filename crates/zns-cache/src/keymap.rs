@@ -3,21 +3,41 @@
 //! `DENSE_LIMIT` index a plain vector (one memory access per lookup, no
 //! hashing) that grows to the largest such key seen; larger keys (sparse
 //! numeric trace ids) go to a hash map. Same semantics as a `HashMap<u32,
-//! u32>`; iteration order is unspecified (callers sort).
+//! u32>`; iteration order is unspecified (callers sort). `IdHasher`, the
+//! multiply hash for id keys, serves this table and the cache's other id maps.
 
 use std::collections::HashMap;
-use std::hash::BuildHasherDefault;
-
-use crate::cache::IdHasher;
+use std::hash::{BuildHasherDefault, Hasher};
 
 /// Keys below this are stored in the vector (at most 64 MiB of it).
 const DENSE_LIMIT: u32 = 1 << 24;
 const NONE: u32 = u32::MAX;
 
+/// A fast hasher for u32 keys (a multiply; keys are ids, not attacker input).
+#[derive(Default)]
+pub(crate) struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+    fn write_u32(&mut self, i: u32) {
+        self.0 = (u64::from(i) ^ 0x9e37_79b9).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+/// A map keyed by ids, with [`IdHasher`].
+pub(crate) type IdMap<V> = HashMap<u32, V, BuildHasherDefault<IdHasher>>;
+
 #[derive(Debug, Default)]
 pub(crate) struct KeyMap {
     dense: Vec<u32>,
-    sparse: HashMap<u32, u32, BuildHasherDefault<IdHasher>>,
+    sparse: IdMap<u32>,
     dense_len: usize,
 }
 

@@ -65,18 +65,34 @@ fn device(dev: Dev) -> DeviceSpec {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn spec(
+/// One test run's parameters, named at every call site; `spec` turns them
+/// into the run (a small cache of 16 zones, audited, verified).
+#[derive(Debug, Clone, Copy)]
+struct Case {
     dev: Dev,
     policy: Policy,
     chunk_kib: u64,
     workers: u32,
+    /// Distinct ids per cache chunk.
     ratio: f64,
     dist: Distribution,
     requests: u64,
     seed: u64,
     remote_us: u64,
-) -> RunSpec {
+}
+
+fn spec(c: Case) -> RunSpec {
+    let Case {
+        dev,
+        policy,
+        chunk_kib,
+        workers,
+        ratio,
+        dist,
+        requests,
+        seed,
+        remote_us,
+    } = c;
     let cache = CacheConfig {
         policy,
         chunk_bytes: chunk_kib << 10,
@@ -127,17 +143,17 @@ fn check(r: &RunReport, requests: u64) {
 /// opens member zones only while fewer than its limit hold them.
 #[test]
 fn a_zone_filling_up_does_not_overcommit_the_members_active_zones() {
-    let mut s = spec(
-        Dev::Raid(zns_raid::Variant::Zraid),
-        Policy::Zplru,
-        256,
-        13,
-        4.307682467591217,
-        Distribution::Uniform,
-        203,
-        15410174815323842837,
-        0,
-    );
+    let mut s = spec(Case {
+        dev: Dev::Raid(zns_raid::Variant::Zraid),
+        policy: Policy::Zplru,
+        chunk_kib: 256,
+        workers: 13,
+        ratio: 4.307682467591217,
+        dist: Distribution::Uniform,
+        requests: 203,
+        seed: 15410174815323842837,
+        remote_us: 0,
+    });
     s.cache.fetch_order = FetchOrder::HoldZone;
     let r = run_cache(&s, &mut |_| {}).unwrap();
     check(&r, 203);
@@ -158,7 +174,17 @@ fn every_policy_on_every_backend() {
             (Policy::Clru, FetchOrder::HoldZone),
             (Policy::Clru, FetchOrder::FetchFirst),
         ] {
-            let mut s = spec(dev, policy, 64, 8, 4.0, Distribution::Zipfian, 3000, 1, 100);
+            let mut s = spec(Case {
+                dev,
+                policy,
+                chunk_kib: 64,
+                workers: 8,
+                ratio: 4.0,
+                dist: Distribution::Zipfian,
+                requests: 3000,
+                seed: 1,
+                remote_us: 100,
+            });
             s.cache.fetch_order = order;
             let r = run_cache(&s, &mut |_| {})
                 .unwrap_or_else(|e| panic!("{dev:?} {policy:?} {order:?}: {e}"));
@@ -184,17 +210,17 @@ fn every_policy_on_every_backend() {
 
 #[test]
 fn runs_are_deterministic() {
-    let s = spec(
-        Dev::Zns(ZnsWrite::WritePointer),
-        Policy::Clru,
-        64,
-        16,
-        3.0,
-        Distribution::Uniform,
-        2000,
-        9,
-        50,
-    );
+    let s = spec(Case {
+        dev: Dev::Zns(ZnsWrite::WritePointer),
+        policy: Policy::Clru,
+        chunk_kib: 64,
+        workers: 16,
+        ratio: 3.0,
+        dist: Distribution::Uniform,
+        requests: 2000,
+        seed: 9,
+        remote_us: 50,
+    });
     let a = run_cache(&s, &mut |_| {}).unwrap();
     let b = run_cache(&s, &mut |_| {}).unwrap();
     assert_eq!(a.counters, b.counters);
@@ -205,17 +231,17 @@ fn runs_are_deterministic() {
 #[test]
 fn inflight_fetches_are_deduplicated() {
     // Many workers, few keys, a slow remote: one fetch per key.
-    let mut s = spec(
-        Dev::Zns(ZnsWrite::WritePointer),
-        Policy::Zplru,
-        64,
-        32,
-        0.02,
-        Distribution::Uniform,
-        400,
-        3,
-        10_000,
-    );
+    let mut s = spec(Case {
+        dev: Dev::Zns(ZnsWrite::WritePointer),
+        policy: Policy::Zplru,
+        chunk_kib: 64,
+        workers: 32,
+        ratio: 0.02,
+        dist: Distribution::Uniform,
+        requests: 400,
+        seed: 3,
+        remote_us: 10_000,
+    });
     s.cache.zones = Some(16);
     let r = run_cache(&s, &mut |_| {}).unwrap();
     // ids = ceil(192 × 0.02) = 4 keys, never evicted: exactly 4 misses.
@@ -310,17 +336,17 @@ fn disk_write_throughput_follows_the_device() {
 
 #[test]
 fn bad_parameters_are_errors() {
-    let base = spec(
-        Dev::Zns(ZnsWrite::WritePointer),
-        Policy::Zplru,
-        64,
-        4,
-        2.0,
-        Distribution::Zipfian,
-        100,
-        1,
-        0,
-    );
+    let base = spec(Case {
+        dev: Dev::Zns(ZnsWrite::WritePointer),
+        policy: Policy::Zplru,
+        chunk_kib: 64,
+        workers: 4,
+        ratio: 2.0,
+        dist: Distribution::Zipfian,
+        requests: 100,
+        seed: 1,
+        remote_us: 0,
+    });
     let bad = |f: &dyn Fn(&mut RunSpec)| {
         let mut s = base.clone();
         f(&mut s);
@@ -399,7 +425,7 @@ proptest! {
         hold_zone in any::<bool>(),
     ) {
         let dist = if zipf { Distribution::Zipfian } else { Distribution::Uniform };
-        let mut s = spec(dev, policy, chunk_kib, workers, ratio, dist, requests, seed, remote_us);
+        let mut s = spec(Case { dev, policy, chunk_kib, workers, ratio, dist, requests, seed, remote_us });
         s.cache.fetch_order = if hold_zone { FetchOrder::HoldZone } else { FetchOrder::FetchFirst };
         match run_cache(&s, &mut |_| {}) {
             Ok(r) => check(&r, requests),

@@ -126,6 +126,13 @@ impl Cache {
             }
             st.zones[z as usize].valid = 0;
         }
+        self.free_zone(z).await
+    }
+
+    /// The end of reclaiming or collecting zone `z` (its keys already
+    /// dropped): waits for its readers, resets it, returns it to the free
+    /// list and wakes the writers waiting for space.
+    async fn free_zone(&self, z: u32) -> Result<(), CacheError> {
         self.wait_readers(z).await;
         self.dev
             .reset_zone(self.geo.zone_slba(z))
@@ -339,20 +346,7 @@ impl Cache {
             }
             st.zones[v as usize].valid = 0;
         }
-        self.wait_readers(v).await;
-        self.dev
-            .reset_zone(self.geo.zone_slba(v))
-            .await
-            .map_err(CacheError::io("zone reset"))?;
-        let mut st = self.st.borrow_mut();
-        let zone = &mut st.zones[v as usize];
-        zone.state = ZoneState::Free;
-        zone.next_slot = 0;
-        st.free.push_back(v);
-        st.counters.zone_resets += 1;
-        drop(st);
-        self.space.notify_waiters();
-        Ok(())
+        self.free_zone(v).await
     }
 
     /// The next slot of the GC zone (opening one from the free list, the

@@ -52,9 +52,9 @@
 //! checks.
 
 use std::cell::{Cell, RefCell};
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashSet, VecDeque};
 use std::future::{poll_fn, Future};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::BuildHasherDefault;
 use std::pin::pin;
 use std::rc::Rc;
 use std::task::Poll;
@@ -68,7 +68,7 @@ use zns_target::check_whole_blocks;
 
 use crate::backend::{BackendKind, ChunkDevice, ZoneLayout};
 use crate::error::CacheError;
-use crate::keymap::KeyMap;
+use crate::keymap::{IdHasher, IdMap, KeyMap};
 use crate::lru::Lru;
 use crate::metrics::{Counters, Histogram};
 use crate::remote::RemoteFetch;
@@ -385,26 +385,6 @@ impl Geometry {
         self.zone_slba(g / cpz) + u64::from(g % cpz) * self.chunk_lbas
     }
 }
-
-/// A fast hasher for u32 keys (a multiply; keys are ids, not attacker input).
-#[derive(Default)]
-pub(crate) struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3);
-        }
-    }
-    fn write_u32(&mut self, i: u32) {
-        self.0 = (u64::from(i) ^ 0x9e37_79b9).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    }
-}
-
-type IdMap<V> = HashMap<u32, V, BuildHasherDefault<IdHasher>>;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum ZoneState {
