@@ -158,16 +158,9 @@ fn parse(args: Vec<String>) -> Result<BenchArgs, CliError> {
             }
             "section" => a.sections.push(value),
             "eta" => {
-                a.eta = match value.as_str() {
-                    "auto" => Eta::Auto,
-                    "always" => Eta::Always,
-                    "never" => Eta::Never,
-                    other => {
-                        return Err(CliError::Usage(format!(
-                            "bench: --eta={other}: expected auto, always or never"
-                        )))
-                    }
-                }
+                a.eta = value
+                    .parse()
+                    .map_err(|e| CliError::Usage(format!("bench: {e}")))?
             }
             _ => unreachable!("OWN_FLAGS covers the keys matched above"),
         }

@@ -15,6 +15,7 @@ use zns_cache::{
 use zns_device::StoreKind;
 use zns_target::TargetSpec;
 
+use crate::progress::Eta;
 use crate::{host_stack_arg, set_overrides, size_arg, CliError};
 
 pub const CACHE_HELP: &str = "\
@@ -209,8 +210,8 @@ pub struct RunArgs {
     #[arg(long)]
     json: bool,
     /// Progress bar on stderr: auto, always, never.
-    #[arg(long, default_value = "auto", value_parser = ["auto", "always", "never"])]
-    eta: String,
+    #[arg(long, value_enum, default_value_t = Eta::Auto)]
+    eta: Eta,
 }
 
 #[derive(Args)]
@@ -272,8 +273,8 @@ pub struct ReproArgs {
     #[arg(long)]
     json: bool,
     /// Progress on stderr: auto, always, never.
-    #[arg(long, default_value = "auto", value_parser = ["auto", "always", "never"])]
-    eta: String,
+    #[arg(long, value_enum, default_value_t = Eta::Auto)]
+    eta: Eta,
 }
 
 fn cache_err(e: CacheError) -> CliError {
@@ -390,7 +391,7 @@ fn run(a: RunArgs) -> Result<ExitCode, CliError> {
     spec.interval_ns = parse_duration_ns(&a.interval).map_err(cache_err)?;
     spec.seed = a.seed;
     let pb = crate::progress::bar(
-        a.eta.parse().map_err(CliError::Usage)?,
+        a.eta,
         1,
         "zncache [{bar:30}] {pos}/{len} gets {msg} ({elapsed})",
     );
@@ -507,11 +508,7 @@ pub fn repro_cmd(cmd: ReproCommand) -> Result<ExitCode, CliError> {
             }
         })
         .collect::<Result<_, _>>()?;
-    let pb = crate::progress::bar(
-        a.eta.parse().map_err(CliError::Usage)?,
-        1,
-        "zncache repro {spinner} {msg} ({elapsed})",
-    );
+    let pb = crate::progress::bar(a.eta, 1, "zncache repro {spinner} {msg} ({elapsed})");
     let result = repro::run_repro(&opts, &mut |label, p| {
         if let Some(b) = &pb {
             b.set_message(format!(

@@ -33,8 +33,8 @@ pub struct FidelityArgs {
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Progress bar on stderr: auto (only on a terminal), always, never.
-    #[arg(long, default_value = "auto", value_parser = ["auto", "always", "never"])]
-    eta: String,
+    #[arg(long, value_enum, default_value_t = Eta::Auto)]
+    eta: Eta,
 }
 
 pub fn fidelity(args: FidelityArgs) -> Result<ExitCode, CliError> {
@@ -47,7 +47,7 @@ pub fn fidelity(args: FidelityArgs) -> Result<ExitCode, CliError> {
         curves: !args.no_curves,
         seed: args.seed,
     };
-    let eta: Eta = args.eta.parse().map_err(CliError::Usage)?;
+    let eta = args.eta;
     if let Some(dir) = &opts.plots_dir {
         crate::writable_dir(dir, "--plots")?;
     }

@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle, TermLike};
 
-/// When progress is shown.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// When progress is shown (`--eta`, one definition for every command).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Eta {
     /// Only when stderr is a terminal.
     Auto,

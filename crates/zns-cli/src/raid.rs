@@ -79,8 +79,8 @@ pub struct CrashtestArgs {
     #[arg(long)]
     verbose: bool,
     /// Progress bar on stderr: auto (only on a terminal), always, never.
-    #[arg(long, default_value = "auto", value_parser = ["auto", "always", "never"])]
-    eta: String,
+    #[arg(long, value_enum, default_value_t = Eta::Auto)]
+    eta: Eta,
 }
 
 pub fn raid(cmd: RaidCommand) -> Result<ExitCode, CliError> {
@@ -168,7 +168,7 @@ fn crashtest_cmd(args: CrashtestArgs) -> Result<ExitCode, CliError> {
         ));
     }
     let per_write = args.per_write_progress || serial_log.is_some();
-    let eta: Eta = args.eta.parse().map_err(CliError::Usage)?;
+    let eta = args.eta;
     let mut rows = Vec::new();
     let mut wplog_failed = false;
     for policy in policies {
@@ -354,8 +354,8 @@ pub struct ReproZraidArgs {
     #[arg(long)]
     json: bool,
     /// Progress on stderr: auto (only on a terminal), always, never.
-    #[arg(long, default_value = "auto", value_parser = ["auto", "always", "never"])]
-    eta: String,
+    #[arg(long, value_enum, default_value_t = Eta::Auto)]
+    eta: Eta,
     /// Figs. 9 and 10: where the applications run: here (a Linux host with
     /// ublk, as root), guest (the ublk guest under QEMU), auto.
     #[arg(long = "where", default_value = "auto", value_name = "PLACE")]
@@ -430,7 +430,7 @@ pub fn repro_zraid_cmd(a: ReproZraidArgs) -> Result<ExitCode, CliError> {
             member_zones: a.member_zones,
             place: a.place,
             out: a.out.clone(),
-            show_progress: a.eta != "never",
+            show_progress: a.eta != Eta::Never,
             plots: !a.no_plots,
             dbcheck,
             resume: a.resume,
@@ -445,7 +445,7 @@ pub fn repro_zraid_cmd(a: ReproZraidArgs) -> Result<ExitCode, CliError> {
         seed: a.seed,
         out_dir: a.out.clone(),
     };
-    let eta: Eta = a.eta.parse().map_err(CliError::Usage)?;
+    let eta = a.eta;
     let show = eta.shown();
     let report = repro_zraid::run(&opts, &mut |line| {
         if show {

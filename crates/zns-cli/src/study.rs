@@ -13,6 +13,7 @@ use clap::Args;
 use zns_apps::study::{self, Part, StudyOptions, StudyPoints};
 
 use crate::apps::{guest_out_dir, run_repro_in_guest, Where, GUEST_SPEED};
+use crate::progress::Eta;
 use crate::CliError;
 
 const STUDY_HELP: &str = "\
@@ -61,8 +62,8 @@ pub struct ReproStudyArgs {
     #[arg(long, default_value = "levels,tenants")]
     part: String,
     /// Progress on stderr: auto (only on a terminal), always, never.
-    #[arg(long, default_value = "auto", value_parser = ["auto", "always", "never"])]
-    eta: String,
+    #[arg(long, value_enum, default_value_t = Eta::Auto)]
+    eta: Eta,
     /// Write the data files only, no PNGs (the guest has no fonts; the host
     /// that started it draws them).
     #[arg(long, hide = true)]
@@ -127,7 +128,7 @@ fn run_here(a: &ReproStudyArgs, parts: Vec<Part>) -> Result<(String, usize), Cli
         out_dir: a.out.clone(),
         zns,
     };
-    let eta: crate::progress::Eta = a.eta.parse().map_err(CliError::Usage)?;
+    let eta = a.eta;
     let points =
         study::run(&opts, &mut crate::progress::lines(eta.shown())).map_err(CliError::Io)?;
     let text = outputs(
