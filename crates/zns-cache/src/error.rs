@@ -17,6 +17,9 @@ pub enum CacheError {
     /// The device (profile, namespace) could not be opened as asked.
     #[error("device: {0}")]
     Device(String),
+    /// zns-target could not name or open the device.
+    #[error("device: {0}")]
+    Target(#[from] zns_target::TargetError),
     /// A command the device rejected during the run.
     #[error("{op} failed: {err}")]
     Io { op: &'static str, err: NvmeError },

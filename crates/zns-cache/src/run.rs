@@ -269,11 +269,9 @@ pub fn open_device(rt: &mut Runtime, spec: &DeviceSpec) -> Result<OpenDevice, Ca
         store: spec.store,
         ..OpenOptions::default()
     };
-    let opened = zns_target::open(rt, &spec.target, &opts).map_err(device_err)?;
+    let opened = zns_target::open(rt, &spec.target, &opts)?;
     let nsid = spec.nsid.unwrap_or_else(|| opened.default_nsid());
-    let target = opened
-        .target(&spec.name(), Some(nsid))
-        .map_err(device_err)?;
+    let target = opened.target(&spec.name(), Some(nsid))?;
     let kind = match target {
         Target::Zoned(_) => BackendKind::Zns,
         Target::Block(_) => BackendKind::Block,

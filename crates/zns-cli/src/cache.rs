@@ -281,6 +281,7 @@ fn cache_err(e: CacheError) -> CliError {
     match e {
         CacheError::Param(m) => CliError::Usage(m),
         CacheError::Workload(m) | CacheError::Device(m) => CliError::Input(m),
+        CacheError::Target(t) => CliError::Input(t.to_string()),
         CacheError::File { .. } => CliError::Io(e.to_string()),
         CacheError::Io { .. } => CliError::Failed(e.to_string()),
         other => CliError::Failed(other.to_string()),

@@ -12,7 +12,7 @@ use serde_json::json;
 use zns_device::StoreKind;
 use zns_serve::{Host, HostConfig, HostedDevice, Opened, UblkDevice, UblkOptions};
 use zns_sim::timing::HostStack;
-use zns_target::{open, OpenOptions, OpenedDevice, TargetSpec};
+use zns_target::{open, OpenOptions, OpenedDevice, TargetError, TargetSpec};
 
 use crate::{host_stack_arg, set_overrides, CliError};
 
@@ -227,7 +227,7 @@ fn open_all(
     rt: &mut zns_sim::Runtime,
     specs: &[(String, TargetSpec)],
     host_stack: HostStack,
-) -> Result<Opened, String> {
+) -> Result<Opened, TargetError> {
     let opts = OpenOptions {
         store: StoreKind::Memory,
         host_stack,
@@ -235,7 +235,7 @@ fn open_all(
     let mut served = Vec::new();
     let mut keep: Vec<(String, OpenedDevice)> = Vec::new();
     for (name, spec) in specs {
-        let dev = open(rt, spec, &opts).map_err(|e| format!("{name}: {e}"))?;
+        let dev = open(rt, spec, &opts).map_err(|e| e.context(name.clone()))?;
         let namespaces: Vec<Option<u32>> = match &dev {
             OpenedDevice::Controller(c) => (1..=c.namespace_count()).map(Some).collect(),
             _ => vec![None],

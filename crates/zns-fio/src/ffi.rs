@@ -186,7 +186,7 @@ fn setup(
             ),
         ));
     }
-    let server = Server::start(&cfg).map_err(|m| (libc::EINVAL, m))?;
+    let server = Server::start(&cfg).map_err(|e| (libc::EINVAL, e.to_string()))?;
     let geometry = server.geometry();
     servers.push(Entry {
         cfg,

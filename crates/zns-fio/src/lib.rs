@@ -29,4 +29,4 @@ pub mod server;
 pub mod shm;
 
 pub use client::{Client, Completion, IoKind};
-pub use server::{DeviceConfig, Server};
+pub use server::{DeviceConfig, Server, ServerError};

@@ -247,24 +247,47 @@ pub struct Server {
 
 static NEXT_SERVER: AtomicU64 = AtomicU64::new(0);
 
+/// Why a server did not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServerError {
+    /// `filename=` does not name a device that opens.
+    #[error(transparent)]
+    Target(zns_target::TargetError),
+    #[error("znskit_speed={}: {}", .0 .0, .0)]
+    Speed(zns_sim::BadSpeed),
+    #[error("{0}: zero zone or LBA size")]
+    Geometry(String),
+    #[error("cannot start the {0} thread: {1}")]
+    Thread(&'static str, std::io::Error),
+    #[error("the device thread ended before opening the device")]
+    Gone,
+    #[error("cannot listen on @{name}: {source}")]
+    Socket {
+        name: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
 impl Server {
     /// Opens the device on a new paced runtime thread and starts listening.
-    pub fn start(cfg: &DeviceConfig) -> Result<Server, String> {
+    pub fn start(cfg: &DeviceConfig) -> Result<Server, ServerError> {
         let (tx, rx) = mpsc::channel();
         let thread_cfg = cfg.clone();
         let runtime = std::thread::Builder::new()
             .name("znskit-fio-device".into())
             .spawn(move || run_device(thread_cfg, tx))
-            .map_err(|e| format!("cannot start the device thread: {e}"))?;
+            .map_err(|e| ServerError::Thread("device", e))?;
         let (geometry, remote) = match rx.recv() {
             Ok(Ok(v)) => v,
-            Ok(Err(msg)) => {
+            Ok(Err(e)) => {
                 let _ = runtime.join();
-                return Err(msg);
+                return Err(e);
             }
             Err(_) => {
                 let _ = runtime.join();
-                return Err("the device thread ended before opening the device".into());
+                return Err(ServerError::Gone);
             }
         };
         let name = format!(
@@ -272,10 +295,12 @@ impl Server {
             std::process::id(),
             NEXT_SERVER.fetch_add(1, Ordering::Relaxed)
         );
-        let addr = SocketAddr::from_abstract_name(name.as_bytes())
-            .map_err(|e| format!("socket name {name}: {e}"))?;
-        let listener =
-            UnixListener::bind_addr(&addr).map_err(|e| format!("cannot listen on @{name}: {e}"))?;
+        let socket = |e| ServerError::Socket {
+            name: name.clone(),
+            source: e,
+        };
+        let addr = SocketAddr::from_abstract_name(name.as_bytes()).map_err(socket)?;
+        let listener = UnixListener::bind_addr(&addr).map_err(socket)?;
         let closing = Arc::new(AtomicBool::new(false));
         let acceptor = {
             let remote = remote.clone();
@@ -283,7 +308,7 @@ impl Server {
             std::thread::Builder::new()
                 .name("znskit-fio-accept".into())
                 .spawn(move || accept_loop(listener, remote, geometry, closing))
-                .map_err(|e| format!("cannot start the accept thread: {e}"))?
+                .map_err(|e| ServerError::Thread("accept", e))?
         };
         Ok(Server {
             name,
@@ -337,13 +362,13 @@ impl Drop for Server {
     }
 }
 
-type Started = Result<(Geometry, Remote), String>;
+type Started = Result<(Geometry, Remote), ServerError>;
 
 fn run_device(cfg: DeviceConfig, started: mpsc::Sender<Started>) {
     let mut rt = match Runtime::paced(cfg.seed, cfg.speed) {
         Ok(rt) => rt,
         Err(e) => {
-            let _ = started.send(Err(format!("znskit_speed={}: {e}", cfg.speed)));
+            let _ = started.send(Err(ServerError::Speed(e)));
             return;
         }
     };
@@ -352,14 +377,14 @@ fn run_device(cfg: DeviceConfig, started: mpsc::Sender<Started>) {
     let target = match devices.target(&mut rt, &cfg.filename, None) {
         Ok(t) => t,
         Err(e) => {
-            let _ = started.send(Err(e));
+            let _ = started.send(Err(ServerError::Target(e)));
             return;
         }
     };
     devices.set_host_stack(&cfg.filename, cfg.host_stack);
     let geo = geometry_of(&target);
     if geo.zoned && (geo.zone_bytes == 0 || geo.lba_bytes == 0) {
-        let _ = started.send(Err(format!("{}: zero zone or LBA size", cfg.filename)));
+        let _ = started.send(Err(ServerError::Geometry(cfg.filename.clone())));
         return;
     }
     let stop = Rc::new(Cell::new(false));

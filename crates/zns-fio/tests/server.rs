@@ -229,11 +229,14 @@ fn unknown_targets_and_bad_speeds_are_errors() {
     let err = Server::start(&DeviceConfig::new("no-such-profile"))
         .err()
         .expect("unknown filename");
+    assert!(matches!(err, zns_fio::ServerError::Target(_)), "{err:?}");
+    let err = err.to_string();
     assert!(err.contains("built-in profile"), "{err}");
     let mut cfg = DeviceConfig::new("tiny");
     cfg.speed = 0.0;
     let err = Server::start(&cfg).err().expect("speed 0");
-    assert!(err.contains("speed"), "{err}");
+    assert!(matches!(err, zns_fio::ServerError::Speed(_)), "{err:?}");
+    assert!(err.to_string().contains("speed"), "{err}");
     assert!("spdk".parse::<zns_sim::timing::HostStack>().is_ok());
     assert!("fast"
         .parse::<zns_sim::timing::HostStack>()

@@ -23,6 +23,7 @@ use zns_core::{
 };
 use zns_sim::{Handle, JoinHandle};
 
+use crate::RaidError;
 use zns_sim::join::try_join_tasks;
 
 /// k zones of `inner` as one (see the module header).
@@ -41,24 +42,26 @@ pub struct AggregatedZns {
 impl AggregatedZns {
     /// Aggregates `k` ≥ 2 zones of `inner`, which must have a ZRWA whose size
     /// divides the zone capacity.
-    pub fn new(handle: &Handle, inner: Rc<dyn ZonedDevice>, k: u32) -> Result<Self, String> {
+    pub fn new(handle: &Handle, inner: Rc<dyn ZonedDevice>, k: u32) -> Result<Self, RaidError> {
         let c = inner.config().clone();
-        let zrwa = c
-            .zrwa
-            .ok_or("zone aggregation interleaves by the ZRWA size: the device has no ZRWA")?;
+        let zrwa = c.zrwa.ok_or_else(|| {
+            RaidError::Aggregation(
+                "zone aggregation interleaves by the ZRWA size: the device has no ZRWA".into(),
+            )
+        })?;
         let k64 = k as u64;
         if k < 2 || c.zone_count < k {
-            return Err(format!(
+            return Err(RaidError::Aggregation(format!(
                 "aggregate={k}: need 2 ≤ k ≤ zone count ({})",
                 c.zone_count
-            ));
+            )));
         }
         let unit = zrwa.size_lbas;
         if c.zone_capacity_lbas % unit != 0 || c.zone_size_lbas % unit != 0 {
-            return Err(format!(
+            return Err(RaidError::Aggregation(format!(
                 "aggregate={k}: zone capacity {} LBAs is not a multiple of the ZRWA ({unit} LBAs)",
                 c.zone_capacity_lbas
-            ));
+            )));
         }
         let lim = |x: u32| if x == 0 { 0 } else { (x / k).max(1) };
         let cfg = ZonedConfig {
@@ -78,7 +81,8 @@ impl AggregatedZns {
                 resources: (zrwa.resources / k).max(1),
             }),
         };
-        cfg.validate().map_err(|e| format!("aggregate={k}: {e}"))?;
+        cfg.validate()
+            .map_err(|e| RaidError::Aggregation(format!("aggregate={k}: {e}")))?;
         let zones = (0..cfg.zone_count)
             .map(|_| (0, vec![0; k as usize]))
             .collect();

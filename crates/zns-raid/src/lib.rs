@@ -289,4 +289,7 @@ pub enum RaidError {
     },
     #[error("rebuild: {0}")]
     Rebuild(String),
+    /// A member that `AggregatedZns` cannot present as larger zones.
+    #[error("{0}")]
+    Aggregation(String),
 }

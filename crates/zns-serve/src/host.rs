@@ -47,10 +47,10 @@ pub struct Opened {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum HostError {
-    #[error("{0}")]
-    Runtime(String),
-    #[error("{0}")]
-    Open(String),
+    #[error("--speed {}: {}", .0 .0, .0)]
+    Speed(zns_sim::BadSpeed),
+    #[error(transparent)]
+    Open(#[from] zns_target::TargetError),
     #[error("{name}: {source}")]
     Geometry { name: String, source: GeometryError },
     #[error("the runtime thread could not start: {0}")]
@@ -87,7 +87,7 @@ impl Host {
     /// Starts the runtime thread and opens the devices there with `open`.
     pub fn start<F>(cfg: HostConfig, open: F) -> Result<Host, HostError>
     where
-        F: FnOnce(&mut Runtime) -> Result<Opened, String> + Send + 'static,
+        F: FnOnce(&mut Runtime) -> Result<Opened, zns_target::TargetError> + Send + 'static,
     {
         let (tx, rx) = mpsc::channel();
         let (report_tx, report_rx) = mpsc::channel();
@@ -231,15 +231,12 @@ fn run<F>(
     started: mpsc::Sender<Started>,
     report: mpsc::Sender<HostReport>,
 ) where
-    F: FnOnce(&mut Runtime) -> Result<Opened, String>,
+    F: FnOnce(&mut Runtime) -> Result<Opened, zns_target::TargetError>,
 {
     let mut rt = match Runtime::paced(cfg.seed, cfg.speed) {
         Ok(rt) => rt,
         Err(e) => {
-            let _ = started.send(Err(HostError::Runtime(format!(
-                "--speed {}: {e}",
-                cfg.speed
-            ))));
+            let _ = started.send(Err(HostError::Speed(e)));
             return;
         }
     };

@@ -34,7 +34,7 @@ fn ublk_available(test: &str) -> bool {
 
 fn serve_opened<F>(open: F) -> (Host, UblkDevice)
 where
-    F: FnOnce(&mut Runtime) -> Result<Opened, String> + Send + 'static,
+    F: FnOnce(&mut Runtime) -> Result<Opened, zns_target::TargetError> + Send + 'static,
 {
     let host = Host::start(
         HostConfig {

@@ -16,4 +16,4 @@ pub mod sync;
 pub mod timing;
 
 pub use rng::SimRng;
-pub use runtime::{Handle, JoinHandle, Remote, Runtime, Sleep};
+pub use runtime::{BadSpeed, Handle, JoinHandle, Remote, Runtime, Sleep};

@@ -367,6 +367,7 @@ fn a_paced_runtime_with_a_bad_speed_is_an_error_not_a_panic() {
         let Err(err) = Runtime::paced(1, speed) else {
             panic!("speed {speed} accepted");
         };
-        assert!(err.contains("speed"), "{err}");
+        assert!(err.to_string().contains("speed"), "{err}");
+        assert_eq!(err.0.to_bits(), speed.to_bits());
     }
 }

@@ -52,11 +52,13 @@
 //! Nothing here reads the wall clock or spawns threads (a real device's
 //! backend does, inside zns-linux).
 
+pub mod error;
 pub mod open;
 pub mod raid;
 pub mod size;
 pub mod spec;
 
+pub use error::{SizeError, TargetError};
 pub use open::{is_real_device, open, Devices, Geometry, OpenOptions, OpenedDevice, Target};
 pub use raid::RaidSpec;
 pub use size::{check_whole_blocks, parse_bytes};

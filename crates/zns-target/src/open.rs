@@ -16,6 +16,7 @@ use zns_raid::{RaidArray, RaidStats};
 use zns_sim::timing::HostStack;
 use zns_sim::{Handle, Runtime};
 
+use crate::error::TargetError;
 use crate::spec::TargetSpec;
 
 /// A namespace clients read and write: any zoned device (an emulated zoned
@@ -161,7 +162,7 @@ pub fn open(
     rt: &mut Runtime,
     spec: &TargetSpec,
     opts: &OpenOptions,
-) -> Result<OpenedDevice, String> {
+) -> Result<OpenedDevice, TargetError> {
     let handle = rt.handle();
     match spec {
         TargetSpec::Profile(p) => {
@@ -171,11 +172,17 @@ pub fn open(
             };
             Controller::new(&handle, Profile::clone(p), copts)
                 .map(OpenedDevice::Controller)
-                .map_err(|e| e.to_string())
+                .map_err(|source| TargetError::Device {
+                    context: p.name.clone(),
+                    source,
+                })
         }
         TargetSpec::Image(path) => Controller::open_image(&handle, path, opts.host_stack)
             .map(OpenedDevice::Controller)
-            .map_err(|e| format!("cannot open device image {}: {e}", path.display())),
+            .map_err(|source| TargetError::Device {
+                context: format!("cannot open device image {}", path.display()),
+                source,
+            }),
         TargetSpec::Raid(r) => {
             let (array, members) = r.create(rt, opts.store)?;
             Ok(OpenedDevice::Raid { array, members })
@@ -197,14 +204,17 @@ impl OpenedDevice {
     /// Namespace `nsid` (default: [`OpenedDevice::default_nsid`]). An array
     /// or a real device is namespace 1 alone; `name` is the device's name
     /// for the errors.
-    pub fn target(&self, name: &str, nsid: Option<u32>) -> Result<Target, String> {
+    pub fn target(&self, name: &str, nsid: Option<u32>) -> Result<Target, TargetError> {
+        let ns = TargetError::Namespace;
         match self {
             OpenedDevice::Raid { array, .. } => match nsid {
-                Some(n) if n != 1 => Err(format!("nsid={n}: a RAID array has namespace 1 only")),
+                Some(n) if n != 1 => {
+                    Err(ns(format!("nsid={n}: a RAID array has namespace 1 only")))
+                }
                 _ => Ok(Target::Zoned(Rc::new(array.clone()))),
             },
             OpenedDevice::Real(dev) => match nsid {
-                Some(n) => Err(format!("nsid={n}: {name} is one namespace already")),
+                Some(n) => Err(ns(format!("nsid={n}: {name} is one namespace already"))),
                 None => Ok(Target::Zoned(dev.clone())),
             },
             OpenedDevice::Controller(ctrl) => {
@@ -214,12 +224,12 @@ impl OpenedDevice {
                 } else if let Some(b) = ctrl.conventional(n) {
                     Ok(Target::Block(Rc::new(b)))
                 } else if nsid.is_none() {
-                    Err(format!("{name} has no namespace"))
+                    Err(ns(format!("{name} has no namespace")))
                 } else {
-                    Err(format!(
+                    Err(ns(format!(
                         "nsid={n}: {name} has namespaces 1..={} only",
                         ctrl.namespace_count()
-                    ))
+                    )))
                 }
             }
         }
@@ -319,11 +329,11 @@ impl Devices {
         rt: &mut Runtime,
         name: &str,
         nsid: Option<u32>,
-    ) -> Result<Target, String> {
+    ) -> Result<Target, TargetError> {
         if !self.opened.contains_key(name) {
-            let spec = TargetSpec::parse(name).map_err(|e| format!("filename={name}: {e}"))?;
-            let dev =
-                open(rt, &spec, &self.options).map_err(|e| format!("filename={name}: {e}"))?;
+            let context = || format!("filename={name}");
+            let spec = TargetSpec::parse(name).map_err(|e| e.context(context()))?;
+            let dev = open(rt, &spec, &self.options).map_err(|e| e.context(context()))?;
             self.opened.insert(name.to_string(), dev);
         }
         self.opened[name].target(name, nsid)
@@ -358,15 +368,17 @@ pub fn is_real_device(name: &str) -> bool {
 }
 
 #[cfg(target_os = "linux")]
-fn open_real(handle: &Handle, path: &Path) -> Result<Rc<dyn ZonedDevice>, String> {
+fn open_real(handle: &Handle, path: &Path) -> Result<Rc<dyn ZonedDevice>, TargetError> {
     zns_linux::LinuxZoned::open(handle, path, zns_linux::LinuxOptions::default())
         .map(|d| Rc::new(d) as Rc<dyn ZonedDevice>)
-        .map_err(|e| e.to_string())
+        .map_err(TargetError::from)
 }
 
 #[cfg(not(target_os = "linux"))]
-fn open_real(_handle: &Handle, _path: &Path) -> Result<Rc<dyn ZonedDevice>, String> {
-    Err("real zoned block devices need Linux".into())
+fn open_real(_handle: &Handle, _path: &Path) -> Result<Rc<dyn ZonedDevice>, TargetError> {
+    Err(TargetError::Unsupported(
+        "real zoned block devices need Linux",
+    ))
 }
 
 #[cfg(test)]
@@ -383,14 +395,37 @@ mod tests {
         assert!(t.orders_zone_writes());
         assert_eq!(d.controllers().count(), 3);
         assert_eq!(d.raid_stats().len(), 1);
-        let e = d.target(&mut rt, "raid:3xtiny", None).err().unwrap();
+        let e = d
+            .target(&mut rt, "raid:3xtiny", None)
+            .err()
+            .unwrap()
+            .to_string();
         assert!(e.contains("ZRWA") || e.contains("chunk"), "{e}");
         let e = d.target(&mut rt, "raid:tiny,tiny", None).err().unwrap();
+        // typed: the array's own error under the device's name
+        match &e {
+            TargetError::Context { context, source } => {
+                assert_eq!(context, "filename=raid:tiny,tiny");
+                assert!(
+                    matches!(
+                        **source,
+                        TargetError::Raid {
+                            source: zns_raid::RaidError::TooFewMembers { members: 2 },
+                            ..
+                        }
+                    ),
+                    "{source:?}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        let e = e.to_string();
         assert!(e.contains("at least 3"), "{e}");
         let e = d
             .target(&mut rt, "raid:tiny,tiny,zn540", None)
             .err()
-            .unwrap();
+            .unwrap()
+            .to_string();
         assert!(e.contains("differs"), "{e}");
     }
 
@@ -401,7 +436,8 @@ mod tests {
         let e = d
             .target(&mut rt, "raid:3xzn540,chunk=64KiB", None)
             .err()
-            .unwrap();
+            .unwrap()
+            .to_string();
         assert!(e.contains("chunk of 64000 bytes"), "{e}");
         assert!(e.contains("did you mean 64k?"), "{e}");
     }
@@ -416,7 +452,8 @@ mod tests {
         let t = d.target(&mut rt, "zn540-cns", Some(1)).unwrap();
         assert!(matches!(t, Target::Block(_)));
         let e = d.target(&mut rt, "zn540-cns", Some(9)).err().unwrap();
-        assert!(e.contains("nsid=9"), "{e}");
+        assert!(matches!(&e, TargetError::Namespace(_)), "{e:?}");
+        assert!(e.to_string().contains("nsid=9"), "{e}");
         assert_eq!(d.controllers().count(), 1);
     }
 }

@@ -15,6 +15,7 @@ use zns_raid::{AggregatedZns, Policy, RaidArray, RaidOptions, Variant};
 use zns_sim::timing::HostStack;
 use zns_sim::Runtime;
 
+use crate::error::TargetError;
 use crate::size::{check_whole_blocks, parse_bytes};
 
 /// A RAID array as a device name: `raid:` followed by comma-separated
@@ -55,7 +56,7 @@ impl RaidSpec {
         &self,
         rt: &mut Runtime,
         store: StoreKind,
-    ) -> Result<(RaidArray, Vec<Controller>), String> {
+    ) -> Result<(RaidArray, Vec<Controller>), TargetError> {
         let handle = rt.handle();
         let mut ctrls = Vec::new();
         for (i, profile) in self.members.iter().enumerate() {
@@ -63,28 +64,41 @@ impl RaidSpec {
                 store,
                 host_stack: self.member_stack,
             };
-            let c = Controller::new(&handle, profile.clone(), opts)
-                .map_err(|e| format!("member {i} ({}): {e}", profile.name))?;
+            let c = Controller::new(&handle, profile.clone(), opts).map_err(|source| {
+                TargetError::Device {
+                    context: format!("member {i} ({})", profile.name),
+                    source,
+                }
+            })?;
             ctrls.push(c);
         }
         for (i, path) in self.images.iter().enumerate() {
-            let c = Controller::open_image(&handle, path, self.member_stack)
-                .map_err(|e| format!("member {i} (device image {}): {e}", path.display()))?;
+            let c = Controller::open_image(&handle, path, self.member_stack).map_err(|source| {
+                TargetError::Device {
+                    context: format!("member {i} (device image {})", path.display()),
+                    source,
+                }
+            })?;
             ctrls.push(c);
         }
         let names: Vec<String> = self.member_names().map(str::to_string).collect();
         let mut devs: Vec<Rc<dyn ZonedDevice>> = Vec::new();
         for (i, (c, name)) in ctrls.iter().zip(&names).enumerate() {
-            let z = c
-                .first_zoned()
-                .ok_or_else(|| format!("member {i} ({name}) has no zoned namespace"))?;
+            let z = c.first_zoned().ok_or_else(|| {
+                TargetError::Namespace(format!("member {i} ({name}) has no zoned namespace"))
+            })?;
             if i == 0 {
                 let lba_bytes = u64::from(z.config().lba_bytes);
                 check_whole_blocks("chunk", self.options.chunk_bytes, lba_bytes)?;
             }
             if self.aggregate > 1 {
-                let a = AggregatedZns::new(&handle, Rc::new(z), self.aggregate)
-                    .map_err(|e| format!("member {i} ({name}): {e}"))?;
+                let a =
+                    AggregatedZns::new(&handle, Rc::new(z), self.aggregate).map_err(|source| {
+                        TargetError::Raid {
+                            context: format!("member {i} ({name}): "),
+                            source,
+                        }
+                    })?;
                 devs.push(Rc::new(a));
             } else {
                 devs.push(Rc::new(z));
@@ -98,10 +112,16 @@ impl RaidSpec {
         let existing = !self.images.is_empty() && rt.block_on(any_zone_written(&devs))?;
         let array = if existing {
             rt.block_on(RaidArray::open(&handle, devs, options))
-                .map_err(|e| format!("the array on {}: {e}", names.join(",")))?
+                .map_err(|source| TargetError::Raid {
+                    context: format!("the array on {}: ", names.join(",")),
+                    source,
+                })?
         } else {
             rt.block_on(RaidArray::create(&handle, devs, options))
-                .map_err(|e| e.to_string())?
+                .map_err(|source| TargetError::Raid {
+                    context: String::new(),
+                    source,
+                })?
         };
         Ok((array, ctrls))
     }
@@ -109,13 +129,16 @@ impl RaidSpec {
 
 /// Whether any member has a zone that is not empty (a new array writes its
 /// superblocks at creation, so members holding an array always have one).
-async fn any_zone_written(devs: &[Rc<dyn ZonedDevice>]) -> Result<bool, String> {
+async fn any_zone_written(devs: &[Rc<dyn ZonedDevice>]) -> Result<bool, TargetError> {
     for (i, d) in devs.iter().enumerate() {
         let zones = d.config().zone_count as usize;
         let report = d
             .report_zones(0, ReportFilter::All, zones)
             .await
-            .map_err(|e| format!("member {i}: zone report: {e}"))?;
+            .map_err(|source| TargetError::Command {
+                context: format!("member {i}: zone report"),
+                source,
+            })?;
         if report.iter().any(|z| z.state != ZoneState::Empty) {
             return Ok(true);
         }
@@ -160,8 +183,9 @@ impl std::fmt::Display for RaidSpec {
 /// Parses what follows `raid:`; members are loaded as profiles (built-in
 /// names or TOML files).
 impl std::str::FromStr for RaidSpec {
-    type Err = String;
-    fn from_str(s: &str) -> Result<RaidSpec, String> {
+    type Err = TargetError;
+    fn from_str(s: &str) -> Result<RaidSpec, TargetError> {
+        let spec = TargetError::Spec;
         let mut members = Vec::new();
         let mut images = Vec::new();
         let mut options = RaidOptions::default();
@@ -171,76 +195,80 @@ impl std::str::FromStr for RaidSpec {
             if let Some((k, v)) = item.split_once('=') {
                 let v = v.trim();
                 match k.trim() {
-                    "variant" => options.variant = v.parse::<Variant>()?,
+                    "variant" => options.variant = v.parse::<Variant>().map_err(spec)?,
                     "chunk" => {
                         options.chunk_bytes = parse_bytes(v)
                             .map_err(|e| format!("chunk={v}: {e}"))
                             .and_then(|b| match b {
                                 0 => Err(format!("chunk={v}: a chunk is not empty")),
                                 b => Ok(b),
-                            })?
+                            })
+                            .map_err(spec)?
                     }
-                    "policy" => options.policy = v.parse::<Policy>()?,
+                    "policy" => options.policy = v.parse::<Policy>().map_err(spec)?,
                     "stack" => {
-                        stack = Some(v.parse().map_err(|e| format!("stack={v}: {e}"))?)
+                        stack = Some(v.parse().map_err(|e| spec(format!("stack={v}: {e}")))?)
                     }
                     "aggregate" => {
                         aggregate = v
                             .parse()
                             .ok()
                             .filter(|&k| (1..=64).contains(&k))
-                            .ok_or_else(|| format!("aggregate={v}: expected 1..=64 zones"))?
+                            .ok_or_else(|| spec(format!("aggregate={v}: expected 1..=64 zones")))?
                     }
                     "worker_ns" => {
                         options.worker_ns_per_write = v
                             .parse()
-                            .map_err(|_| format!("worker_ns={v}: not a number of ns"))?
+                            .map_err(|_| spec(format!("worker_ns={v}: not a number of ns")))?
                     }
                     other => {
-                        return Err(format!(
+                        return Err(spec(format!(
                             "unknown RAID option {other:?} (options: variant, chunk, policy, stack, aggregate, worker_ns)"
-                        ))
+                        )))
                     }
                 }
                 continue;
             }
             let (count, name) = match item.split_once(['x', '*']) {
                 Some((n, name)) if !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()) => {
-                    let n: usize = n.parse().map_err(|_| format!("{item}: bad count"))?;
+                    let n: usize = n.parse().map_err(|_| spec(format!("{item}: bad count")))?;
                     (n, name.trim())
                 }
                 _ => (1, item),
             };
             if count == 0 || count > 64 || name.is_empty() {
-                return Err(format!("{item}: expected NxDEVICE with 1 ≤ N ≤ 64"));
+                return Err(spec(format!("{item}: expected NxDEVICE with 1 ≤ N ≤ 64")));
             }
             let index = members.len() + images.len();
             if name.starts_with("raid:") {
-                return Err(format!("member {index}: an array cannot be a member"));
+                return Err(spec(format!("member {index}: an array cannot be a member")));
             }
             match crate::spec::TargetSpec::parse(name) {
                 Ok(crate::spec::TargetSpec::Image(path)) if count == 1 => images.push(path),
                 Ok(crate::spec::TargetSpec::Image(_)) => {
-                    return Err(format!(
+                    return Err(spec(format!(
                         "{item}: a device image is one member (name each image once)"
-                    ))
+                    )))
                 }
                 _ => {
-                    let profile =
-                        Profile::load(name).map_err(|e| format!("member {index} ({name}): {e}"))?;
+                    let profile = Profile::load(name).map_err(|source| TargetError::Profile {
+                        context: format!("member {index} ({name}): "),
+                        source,
+                        hint: "",
+                    })?;
                     members.extend(std::iter::repeat(profile).take(count));
                 }
             }
             if !members.is_empty() && !images.is_empty() {
-                return Err(format!(
+                return Err(spec(format!(
                     "member {index} ({name}): the members are all profiles or all device images"
-                ));
+                )));
             }
         }
         if members.is_empty() && images.is_empty() {
-            return Err(
+            return Err(spec(
                 "no members (e.g. raid:5xzn540 or raid:zn540,zn540,zn540,variant=raizn+)".into(),
-            );
+            ));
         }
         Ok(RaidSpec {
             members,

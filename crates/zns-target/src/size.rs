@@ -14,6 +14,8 @@
 //! as a decimal count where whole blocks are needed (`64KiB` = 64000) is
 //! refused by [`check_whole_blocks`], which says why and suggests `64k`.
 
+use crate::error::SizeError;
+
 /// Splits `s` into its leading decimal digits and the rest.
 pub fn split_number(s: &str) -> (&str, &str) {
     let end = s
@@ -54,56 +56,48 @@ fn bytes_per_unit(suffix: &str) -> Option<u64> {
 /// Bytes from a size under fio's rule: a whole number with an optional
 /// suffix (`64k` = 65536, `64KiB` = 64000, `1g`), or `0x` hexadecimal.
 /// The error says what is wrong with `text`.
-pub fn parse_bytes(text: &str) -> Result<u64, String> {
+pub fn parse_bytes(text: &str) -> Result<u64, SizeError> {
     let s = text.trim();
+    let text = || text.to_string();
     if let Some(hex) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        return u64::from_str_radix(hex, 16)
-            .map_err(|_| format!("size {text:?}: not a hexadecimal number"));
+        return u64::from_str_radix(hex, 16).map_err(|_| SizeError::NotHex { text: text() });
     }
     let (digits, suffix) = split_number(s);
     if digits.is_empty() {
-        return Err(format!(
-            "size {text:?}: not a whole number of bytes with an optional unit (k, m, g, t, p)"
-        ));
+        return Err(SizeError::NotANumber { text: text() });
     }
-    let unit = bytes_per_unit(suffix.trim()).ok_or_else(|| {
-        format!(
-            "size {text:?}: unknown unit (fio's: k/KB = 1024, KiB = 1000, and m, g, t, p alike)"
-        )
-    })?;
+    let unit =
+        bytes_per_unit(suffix.trim()).ok_or_else(|| SizeError::UnknownUnit { text: text() })?;
     digits
         .parse::<u64>()
         .ok()
         .and_then(|n| n.checked_mul(unit))
-        .ok_or_else(|| format!("size {text:?}: too large"))
+        .ok_or_else(|| SizeError::TooLarge { text: text() })
 }
 
 /// Checks that `bytes`, the size given for `what`, is a non-zero whole
 /// number of `block_bytes`-byte blocks. The error says why, and for a size
 /// that is a whole number of decimal units (fio's `KiB` = 1000) suggests
 /// the binary spelling: `64KiB` is 64000 bytes, `64k` is 65536.
-pub fn check_whole_blocks(what: &str, bytes: u64, block_bytes: u64) -> Result<(), String> {
+pub fn check_whole_blocks(what: &str, bytes: u64, block_bytes: u64) -> Result<(), SizeError> {
     if block_bytes == 0 || (bytes > 0 && bytes % block_bytes == 0) {
         return Ok(());
     }
-    let mut msg = format!(
-        "{what} of {bytes} bytes is not a non-zero multiple of the {block_bytes}-byte block"
-    );
-    let decimal = [
+    let did_you_mean = [
         (1_000_000_000_000u64, 't'),
         (1_000_000_000, 'g'),
         (1_000_000, 'm'),
         (1000, 'k'),
     ]
     .into_iter()
-    .find(|&(unit, _)| bytes > 0 && bytes % unit == 0);
-    if let Some((unit, letter)) = decimal {
-        let n = bytes / unit;
-        msg += &format!(
-            " (sizes follow fio's rule: KiB, MiB, … are powers of 1000, k, KB, m, MB, … powers of 1024; did you mean {n}{letter}?)"
-        );
-    }
-    Err(msg)
+    .find(|&(unit, _)| bytes > 0 && bytes % unit == 0)
+    .map(|(unit, letter)| format!("{}{letter}", bytes / unit));
+    Err(SizeError::NotWholeBlocks {
+        what: what.to_string(),
+        bytes,
+        block_bytes,
+        did_you_mean,
+    })
 }
 
 #[cfg(test)]
@@ -129,11 +123,15 @@ mod tests {
     #[test]
     fn a_decimal_size_that_is_not_whole_blocks_suggests_the_binary_one() {
         assert_eq!(check_whole_blocks("chunk", 65536, 4096), Ok(()));
-        let e = check_whole_blocks("chunk", parse_bytes("64KiB").unwrap(), 4096).unwrap_err();
+        let e = check_whole_blocks("chunk", parse_bytes("64KiB").unwrap(), 4096)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("64000 bytes"), "{e}");
         assert!(e.contains("4096-byte block"), "{e}");
         assert!(e.contains("did you mean 64k?"), "{e}");
-        let e = check_whole_blocks("chunk", 100, 4096).unwrap_err();
+        let e = check_whole_blocks("chunk", 100, 4096)
+            .unwrap_err()
+            .to_string();
         assert!(!e.contains("did you mean"), "{e}");
         assert!(check_whole_blocks("chunk", 0, 4096).is_err());
     }

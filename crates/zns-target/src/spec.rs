@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use zns_device::Profile;
 
+use crate::error::TargetError;
 use crate::raid::RaidSpec;
 
 /// A device named by a device name, before it is opened.
@@ -35,7 +36,7 @@ impl TargetSpec {
     /// Parses a device name (loading profiles: a TOML file is read; a
     /// device image is only recognised as an existing file that is not a
     /// `.toml`, and opened later).
-    pub fn parse(name: &str) -> Result<TargetSpec, String> {
+    pub fn parse(name: &str) -> Result<TargetSpec, TargetError> {
         if let Some(spec) = name.strip_prefix("raid:") {
             return spec.parse().map(TargetSpec::Raid);
         }
@@ -49,21 +50,21 @@ impl TargetSpec {
         // a path that is not there is a missing file, not an unknown profile
         // (built-in profile names have neither dots nor slashes)
         if !builtin && (name.contains('/') || name.contains('.')) && !Path::new(name).exists() {
-            return Err(format!(
-                "{name}: no such file (a device image made by `zns create`, or a profile TOML file)"
-            ));
+            return Err(TargetError::NoSuchFile(PathBuf::from(name)));
         }
-        Profile::load(name).map(TargetSpec::from).map_err(|e| {
-            format!(
-                "{e}; a device name is a built-in profile, a profile TOML file, a device image made by `zns create`, raid:… or a real zoned device /dev/… or linux:PATH (docs/targets.md)"
-            )
-        })
+        Profile::load(name)
+            .map(TargetSpec::from)
+            .map_err(|source| TargetError::Profile {
+                context: String::new(),
+                source,
+                hint: "; a device name is a built-in profile, a profile TOML file, a device image made by `zns create`, raid:… or a real zoned device /dev/… or linux:PATH (docs/targets.md)",
+            })
     }
 
     /// The spec with profile `overrides` (TOML path, value) applied to its
     /// profile, or to every member of an array. Images and real devices
     /// carry their own geometry: overriding it is an error.
-    pub fn with_overrides(self, overrides: &[(String, String)]) -> Result<TargetSpec, String> {
+    pub fn with_overrides(self, overrides: &[(String, String)]) -> Result<TargetSpec, TargetError> {
         if overrides.is_empty() {
             return Ok(self);
         }
@@ -71,21 +72,21 @@ impl TargetSpec {
             TargetSpec::Profile(p) => p
                 .with_overrides(overrides)
                 .map(TargetSpec::from)
-                .map_err(|e| e.to_string()),
-            TargetSpec::Raid(r) if !r.images.is_empty() => Err(format!(
+                .map_err(TargetError::profile),
+            TargetSpec::Raid(r) if !r.images.is_empty() => Err(TargetError::Spec(format!(
                 "raid:{}: profile overrides apply to profiles, not to member device images (they have their own geometry)",
                 r.member_names().collect::<Vec<_>>().join(",")
-            )),
+            ))),
             TargetSpec::Raid(mut r) => {
                 for m in &mut r.members {
-                    *m = m.with_overrides(overrides).map_err(|e| e.to_string())?;
+                    *m = m.with_overrides(overrides).map_err(TargetError::profile)?;
                 }
                 Ok(TargetSpec::Raid(r))
             }
-            TargetSpec::Image(p) | TargetSpec::Linux(p) => Err(format!(
+            TargetSpec::Image(p) | TargetSpec::Linux(p) => Err(TargetError::Spec(format!(
                 "{}: profile overrides apply to profiles and arrays of them, not to a device with its own geometry",
                 p.display()
-            )),
+            ))),
         }
     }
 
@@ -130,7 +131,9 @@ mod tests {
         assert!(
             matches!(TargetSpec::parse("linux:/tmp/x"), Ok(TargetSpec::Linux(p)) if p == Path::new("/tmp/x"))
         );
-        let e = TargetSpec::parse("no-such-profile").unwrap_err();
+        let e = TargetSpec::parse("no-such-profile")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("built-in profile"), "{e}");
         // the list of built-in profiles once, not twice
         assert_eq!(e.matches("zn540-lbaf0").count(), 1, "{e}");
@@ -140,6 +143,8 @@ mod tests {
     fn a_missing_file_says_so_instead_of_unknown_profile() {
         for name in ["nosuch.img", "dir/dev.img", "missing.toml"] {
             let e = TargetSpec::parse(name).unwrap_err();
+            assert!(matches!(e, TargetError::NoSuchFile(_)), "{name}: {e:?}");
+            let e = e.to_string();
             assert!(e.contains("no such file"), "{name}: {e}");
             assert!(!e.contains("unknown profile"), "{name}: {e}");
         }

@@ -35,8 +35,8 @@ fn name(paths: &[PathBuf], options: &str) -> String {
 }
 
 fn open_array(rt: &mut Runtime, name: &str) -> Result<OpenedDevice, String> {
-    let spec = TargetSpec::parse(name)?;
-    open(rt, &spec, &OpenOptions::default())
+    let spec = TargetSpec::parse(name).map_err(|e| e.to_string())?;
+    open(rt, &spec, &OpenOptions::default()).map_err(|e| e.to_string())
 }
 
 fn pattern(seed: u8, bytes: usize) -> Vec<u8> {
@@ -117,14 +117,18 @@ fn member_images_are_refused_where_they_do_not_fit() {
     let first = paths[0].display();
     let e = TargetSpec::parse(&format!("raid:{first},tiny,tiny"))
         .err()
-        .unwrap();
+        .unwrap()
+        .to_string();
     assert!(e.contains("all profiles or all device images"), "{e}");
-    let e = TargetSpec::parse(&format!("raid:3x{first}")).err().unwrap();
+    let e = TargetSpec::parse(&format!("raid:3x{first}"))
+        .err()
+        .unwrap()
+        .to_string();
     assert!(e.contains("one member"), "{e}");
     let spec = TargetSpec::parse(&name(&paths, "chunk=32k")).unwrap();
     let e = spec
         .with_overrides(&[("namespace.0.zone_count".into(), "4".into())])
         .err()
         .unwrap();
-    assert!(e.contains("member device images"), "{e}");
+    assert!(e.to_string().contains("member device images"), "{e}");
 }

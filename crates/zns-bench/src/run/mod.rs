@@ -59,6 +59,13 @@ pub enum RunError {
     Setup { job: String, msg: String },
     #[error("job {job}: I/O error: {err}")]
     Io { job: String, err: NvmeError },
+    /// The job's device could not be named or opened.
+    #[error("job {job}: {source}")]
+    Target {
+        job: String,
+        #[source]
+        source: Box<zns_target::TargetError>,
+    },
 }
 
 /// What a progress callback sees, every 10 ms of virtual time.
@@ -210,7 +217,7 @@ pub fn run_jobs_interruptible(
     let mut rt = if real {
         Runtime::paced(seed, 1.0).map_err(|msg| RunError::Setup {
             job: String::new(),
-            msg,
+            msg: msg.to_string(),
         })?
     } else {
         Runtime::new(seed)
@@ -253,7 +260,12 @@ pub fn run_jobs_interruptible(
                         .to_string(),
                 )
             })?;
-            let target = devices.target(&mut rt, &fname, spec.nsid).map_err(&setup)?;
+            let target = devices
+                .target(&mut rt, &fname, spec.nsid)
+                .map_err(|source| RunError::Target {
+                    job: spec.name.clone(),
+                    source: Box::new(source),
+                })?;
             let stack = effective_host_stack(spec);
             if let Some(prev) = stack_of_device.insert(fname.clone(), stack) {
                 if prev != stack {

@@ -231,7 +231,8 @@ impl Geometry {
     ) -> Result<Geometry, CacheError> {
         let p = |m: String| Err(CacheError::Param(m));
         let lba = u64::from(layout.lba_bytes);
-        check_whole_blocks("chunk", cfg.chunk_bytes, lba).map_err(CacheError::Param)?;
+        check_whole_blocks("chunk", cfg.chunk_bytes, lba)
+            .map_err(|e| CacheError::Param(e.to_string()))?;
         let zone_cap_bytes = layout.zone_capacity_lbas * lba;
         if cfg.chunk_bytes > zone_cap_bytes {
             return p(format!(
@@ -289,7 +290,7 @@ impl Geometry {
         }
         let mtl = u64::from(layout.max_transfer_lbas.max(1));
         if let Some(b) = cfg.io_bytes {
-            check_whole_blocks("io size", b, lba).map_err(CacheError::Param)?;
+            check_whole_blocks("io size", b, lba).map_err(|e| CacheError::Param(e.to_string()))?;
         }
         let io_lbas = match cfg.io_bytes {
             None => mtl,

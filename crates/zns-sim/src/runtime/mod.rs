@@ -53,6 +53,23 @@ use std::task::{Context, Poll, Waker};
 
 use crate::rng::SimRng;
 
+/// A pacing speed ([`Runtime::paced`]) that is not a finite number greater
+/// than zero; it holds the value given.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BadSpeed(pub f64);
+
+impl std::fmt::Display for BadSpeed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "paced runtime: speed must be a finite number > 0, got {}",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for BadSpeed {}
+
 pub use remote::Remote;
 pub use task::{JoinHandle, TryJoin};
 pub use timer::{Sleep, YieldNow};
@@ -171,11 +188,9 @@ impl Runtime {
     ///
     /// `speed` must be a finite number greater than zero; anything else is an
     /// error naming the value.
-    pub fn paced(seed: u64, speed: f64) -> Result<Runtime, String> {
+    pub fn paced(seed: u64, speed: f64) -> Result<Runtime, BadSpeed> {
         if !(speed.is_finite() && speed > 0.0) {
-            return Err(format!(
-                "paced runtime: speed must be a finite number > 0, got {speed}"
-            ));
+            return Err(BadSpeed(speed));
         }
         precise_wakeups();
         Ok(Runtime::build(seed, Some(Pacer::new(speed))))
