@@ -20,6 +20,7 @@ use crate::dbbench::{run_db_bench, BenchResult};
 use crate::mount::FileSystem;
 use crate::outfiles;
 use crate::served::Server;
+use crate::AppError;
 
 /// How the check runs.
 #[derive(Debug, Clone)]
@@ -109,11 +110,11 @@ pub fn measured(csv: &str, workload: &str) -> (Option<f64>, Option<f64>) {
 pub fn run(
     opts: &DbCheckOptions,
     progress: &mut dyn FnMut(&str),
-) -> Result<Vec<DbCheckRow>, String> {
-    let csv = std::fs::read_to_string(&opts.measured_csv)
-        .map_err(|e| format!("{}: {e}", opts.measured_csv.display()))?;
+) -> Result<Vec<DbCheckRow>, AppError> {
+    let csv =
+        std::fs::read_to_string(&opts.measured_csv).map_err(AppError::file(&opts.measured_csv))?;
     let runs = opts.out_dir.join("runs");
-    std::fs::create_dir_all(&runs).map_err(|e| format!("{}: {e}", runs.display()))?;
+    std::fs::create_dir_all(&runs).map_err(AppError::file(&runs))?;
     let target = "zn540-cns";
     let args = vec![
         target.to_string(),
@@ -126,28 +127,28 @@ pub fn run(
         "db_bench check: F2FS zoned on a served {target} at --speed {}",
         opts.speed
     ));
-    let server = Server::start(&opts.zns, &args, &runs.join("dbcheck.serve.json"))
-        .map_err(|e| e.to_string())?;
+    let server = Server::start(&opts.zns, &args, &runs.join("dbcheck.serve.json"))?;
     let dev = |zoned: bool| {
         server
             .devices
             .iter()
             .find(|d| d.zoned == zoned)
             .map(|d| d.path.clone())
-            .ok_or_else(|| {
-                format!(
+            .ok_or_else(|| AppError::Report {
+                program: "zns serve".into(),
+                what: format!(
                     "{target}: no {} namespace served",
                     if zoned { "zoned" } else { "conventional" }
-                )
+                ),
             })
     };
     let fs = FileSystem::F2fsZoned {
         meta: dev(false)?,
         zoned: dev(true)?,
     };
-    fs.make().map_err(|e| e.to_string())?;
+    fs.make()?;
     let mnt = std::env::temp_dir().join(format!("zns-apps-dbcheck-{}", std::process::id()));
-    let mounted = fs.mount(&mnt).map_err(|e| e.to_string())?;
+    let mounted = fs.mount(&mnt)?;
     let db = format!("--db={}/rocksdb", mounted.dir().display());
     let mut results: Vec<BenchResult> = Vec::new();
     let steps: [(&str, Vec<String>); 2] = [
@@ -166,13 +167,13 @@ pub fn run(
         let mut a = vec![db.clone(), format!("--benchmarks={benchmarks}")];
         a.extend(common(opts.keys));
         a.extend(extra);
-        let (r, raw) = run_db_bench(&a).map_err(|e| e.to_string())?;
+        let (r, raw) = run_db_bench(&a)?;
         let file = runs.join(format!("dbcheck-{}.report", benchmarks.replace(',', "-")));
-        std::fs::write(&file, raw).map_err(|e| format!("{}: {e}", file.display()))?;
+        std::fs::write(&file, raw).map_err(AppError::file(&file))?;
         results.extend(r);
     }
-    mounted.unmount().map_err(|e| e.to_string())?;
-    server.stop().map_err(|e| e.to_string())?;
+    mounted.unmount()?;
+    server.stop()?;
     let rows: Vec<DbCheckRow> = ["fillrandom", "overwrite", "readrandom"]
         .iter()
         .filter_map(|w| {
@@ -195,7 +196,7 @@ pub fn run(
     Ok(rows)
 }
 
-fn write_rows(dir: &Path, rows: &[DbCheckRow]) -> Result<(), String> {
+fn write_rows(dir: &Path, rows: &[DbCheckRow]) -> Result<(), AppError> {
     let mut csv = String::from(
         "workload,measured_ops_per_s,measured_p99_us,emulated_ops_per_s,emulated_p99_us,speed,scaled_ops_per_s,ratio\n",
     );
@@ -218,7 +219,7 @@ fn write_rows(dir: &Path, rows: &[DbCheckRow]) -> Result<(), String> {
 }
 
 /// The rows a run wrote to `dir/dbcheck.json`.
-pub fn read_rows(dir: &Path) -> Result<Vec<DbCheckRow>, String> {
+pub fn read_rows(dir: &Path) -> Result<Vec<DbCheckRow>, AppError> {
     outfiles::read_json(dir, "dbcheck.json")
 }
 

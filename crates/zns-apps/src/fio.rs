@@ -65,7 +65,8 @@ fn raise_open_file_limit() {
 
 /// Sums a fio JSON report's jobs; an error when it has none or a job
 /// failed.
-pub fn summarize(doc: &Value) -> Result<FioResult, String> {
+/// The error is what the report lacks (the caller names the program).
+pub(crate) fn summarize(doc: &Value) -> Result<FioResult, String> {
     let jobs = doc
         .get("jobs")
         .and_then(Value::as_array)

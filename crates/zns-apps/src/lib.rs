@@ -53,8 +53,41 @@ pub enum AppError {
     /// A program's report did not say what it should.
     #[error("{program}: {what}")]
     Report { program: String, what: String },
+    /// A file or directory that could not be read or written.
     #[error("{0}")]
     Io(String),
+    /// Options that do not make a run (or do not match the series a
+    /// `--resume` continues).
+    #[error("{0}")]
+    Invalid(String),
+    /// A profile the experiment derives that does not load.
+    #[error(transparent)]
+    Profile(#[from] zns_device::ProfileError),
+    /// A figure that could not be drawn.
+    #[error(transparent)]
+    Plot(#[from] zns_plot::PlotError),
+    /// An error said of the step it stopped (`speed check: …`).
+    #[error("{context}: {source}")]
+    Context {
+        context: String,
+        #[source]
+        source: Box<AppError>,
+    },
+}
+
+impl AppError {
+    /// This error, said of `context`.
+    pub fn context(self, context: impl Into<String>) -> AppError {
+        AppError::Context {
+            context: context.into(),
+            source: Box::new(self),
+        }
+    }
+
+    /// For `map_err`: an `Io` error naming `path`.
+    pub fn file<E: std::fmt::Display>(path: &std::path::Path) -> impl FnOnce(E) -> AppError + '_ {
+        move |e| AppError::Io(format!("{}: {e}", path.display()))
+    }
 }
 
 /// Runs `program args…`; its stdout, or `AppError::Failed` with the tail of

@@ -8,10 +8,12 @@ use std::path::{Path, PathBuf};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use crate::AppError;
+
 /// Writes `text` to `dir/name`; its path.
-pub fn write(dir: &Path, name: &str, text: String) -> Result<PathBuf, String> {
+pub fn write(dir: &Path, name: &str, text: String) -> Result<PathBuf, AppError> {
     let path = dir.join(name);
-    std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    std::fs::write(&path, text).map_err(AppError::file(&path))?;
     Ok(path)
 }
 
@@ -20,16 +22,16 @@ pub fn write_json<T: Serialize + ?Sized>(
     dir: &Path,
     name: &str,
     value: &T,
-) -> Result<PathBuf, String> {
-    let text = serde_json::to_string_pretty(value).map_err(|e| e.to_string())?;
+) -> Result<PathBuf, AppError> {
+    let text = serde_json::to_string_pretty(value).map_err(AppError::file(&dir.join(name)))?;
     write(dir, name, text)
 }
 
 /// Reads the JSON document `dir/name`.
-pub fn read_json<T: DeserializeOwned>(dir: &Path, name: &str) -> Result<T, String> {
+pub fn read_json<T: DeserializeOwned>(dir: &Path, name: &str) -> Result<T, AppError> {
     let path = dir.join(name);
-    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+    let text = std::fs::read_to_string(&path).map_err(AppError::file(&path))?;
+    serde_json::from_str(&text).map_err(AppError::file(&path))
 }
 
 /// Mean, min and max of `values` (None when there are none).
@@ -56,6 +58,7 @@ mod tests {
         assert_eq!(back, [1.5, 2.5]);
         assert!(read_json::<Vec<f64>>(dir.path(), "nope.json")
             .unwrap_err()
+            .to_string()
             .contains("nope.json"));
         assert_eq!(spread(&[1.0, 3.0, 2.0]), Some((2.0, 1.0, 3.0)));
         assert_eq!(spread(&[]), None);

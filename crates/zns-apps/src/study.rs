@@ -546,8 +546,8 @@ pub fn tenant_b_args(scale: &Scale, db: &str) -> Vec<String> {
 /// The two-tenant drive: `zn540-cns`'s controller and flash with a small
 /// conventional namespace (F2FS's metadata) and two zoned namespaces of
 /// the scaled zones (tenant A, tenant B), sharing the flash.
-pub fn tenant_profile(scale: &Scale) -> Result<Profile, String> {
-    let base = Profile::builtin("zn540-cns").map_err(|e| e.to_string())?;
+pub fn tenant_profile(scale: &Scale) -> Result<Profile, AppError> {
+    let base = Profile::builtin("zn540-cns")?;
     let mut conv = None;
     let mut zoned = None;
     for ns in &base.namespaces {
@@ -558,7 +558,9 @@ pub fn tenant_profile(scale: &Scale) -> Result<Profile, String> {
         }
     }
     let (Some(mut conv), Some(zoned)) = (conv, zoned) else {
-        return Err("zn540-cns: expected a conventional and a zoned namespace".into());
+        return Err(AppError::Invalid(
+            "zn540-cns: expected a conventional and a zoned namespace".into(),
+        ));
     };
     conv.capacity_lbas = scale.meta_lbas;
     let ns = |zones: u32, unlimited: bool| {
@@ -592,7 +594,7 @@ pub fn tenant_profile(scale: &Scale) -> Result<Profile, String> {
         ns(scale.zones_b, true),
     ];
     // (parsed again: the timing model takes the zone geometry from it)
-    Profile::from_toml(&p.to_toml(), "zn540-two-tenants").map_err(|e| e.to_string())
+    Ok(Profile::from_toml(&p.to_toml(), "zn540-two-tenants")?)
 }
 
 /// The profile's peak write bandwidth (every die programming) and read
@@ -696,15 +698,14 @@ fn mount_dir(name: &str) -> PathBuf {
 }
 
 /// Runs the study; `progress` gets a line per run.
-pub fn run(opts: &StudyOptions, progress: &mut dyn FnMut(&str)) -> Result<StudyPoints, String> {
+pub fn run(opts: &StudyOptions, progress: &mut dyn FnMut(&str)) -> Result<StudyPoints, AppError> {
     let work = opts.out_dir.join("runs");
-    std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
+    std::fs::create_dir_all(&work).map_err(AppError::file(&work))?;
     let scale = scale(opts.quick);
     let profile = tenant_profile(&scale)?;
     let tenant_toml = work.join("two-tenants.toml");
     if opts.parts.contains(&Part::Tenants) {
-        std::fs::write(&tenant_toml, profile.to_toml())
-            .map_err(|e| format!("{}: {e}", tenant_toml.display()))?;
+        std::fs::write(&tenant_toml, profile.to_toml()).map_err(AppError::file(&tenant_toml))?;
     }
     let runs = plan(opts);
     let total = runs.len();
@@ -1187,7 +1188,7 @@ fn tenants_measure(
 // ---------------------------------------------------------------- outputs
 
 /// The points a run wrote to `dir/points.json`.
-pub fn read_points(dir: &Path) -> Result<StudyPoints, String> {
+pub fn read_points(dir: &Path) -> Result<StudyPoints, AppError> {
     outfiles::read_json(dir, "points.json")
 }
 
@@ -1688,11 +1689,11 @@ pub fn write_outputs(
     points: &StudyPoints,
     dir: &Path,
     plots: bool,
-) -> Result<Vec<PathBuf>, String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+) -> Result<Vec<PathBuf>, AppError> {
+    std::fs::create_dir_all(dir).map_err(AppError::file(dir))?;
     let mut files = Vec::new();
     files.push(outfiles::write_json(dir, "points.json", points)?);
-    let mut write = |name: &str, text: String| -> Result<(), String> {
+    let mut write = |name: &str, text: String| -> Result<(), AppError> {
         files.push(outfiles::write(dir, name, text)?);
         Ok(())
     };
@@ -1714,7 +1715,7 @@ pub fn write_outputs(
     });
     write(
         "summary.json",
-        serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?,
+        serde_json::to_string_pretty(&doc).map_err(AppError::file(&dir.join("summary.json")))?,
     )?;
     if !plots {
         return Ok(files);

@@ -18,6 +18,7 @@ use zns_raid::RaidStats;
 use crate::calibrate::{calibrate, Calibration};
 use crate::experiment::{earlier_run, run_on_f2fs, RunEnv, RunResult, Workload};
 use crate::outfiles::{self, spread};
+use crate::AppError;
 
 /// The figures this module reproduces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -266,18 +267,20 @@ const MEMBERS: u64 = 5;
 /// on the array: three of the array's zones (mkfs.f2fs wants two zones'
 /// worth of metadata device, docs/serve.md), at least its own size; written
 /// as a profile file in the work directory; its path.
-fn meta_profile(opts: &ZraidAppOptions) -> Result<String, String> {
+fn meta_profile(opts: &ZraidAppOptions) -> Result<String, AppError> {
     use zns_device::{NamespaceProfile, Profile};
-    let member =
-        Profile::load(&opts.member).map_err(|e| format!("--member {}: {e}", opts.member))?;
+    let member = Profile::load(&opts.member)
+        .map_err(|e| AppError::from(e).context(format!("--member {}", opts.member)))?;
     let zone_lbas = member
         .first_zoned()
         .and_then(|i| match &member.namespaces[i] {
             NamespaceProfile::Zoned(z) => Some(z.zone_size_lbas),
             NamespaceProfile::Conventional(_) => None,
         })
-        .ok_or_else(|| format!("--member {}: no zoned namespace", opts.member))?;
-    let meta = Profile::load(&opts.meta).map_err(|e| format!("{}: {e}", opts.meta))?;
+        .ok_or_else(|| {
+            AppError::Invalid(format!("--member {}: no zoned namespace", opts.member))
+        })?;
+    let meta = Profile::load(&opts.meta).map_err(|e| AppError::from(e).context(&opts.meta))?;
     let (index, own) = meta
         .namespaces
         .iter()
@@ -287,19 +290,19 @@ fn meta_profile(opts: &ZraidAppOptions) -> Result<String, String> {
             NamespaceProfile::Zoned(_) => None,
         })
         .ok_or_else(|| {
-            format!(
+            AppError::Invalid(format!(
                 "{}: no conventional namespace for F2FS's metadata",
                 opts.meta
-            )
+            ))
         })?;
     let lbas = own.max(3 * (MEMBERS - 1) * zone_lbas);
     let meta = meta
         .with_overrides(&[(format!("namespace.{index}.capacity_lbas"), lbas.to_string())])
-        .map_err(|e| format!("{}: {e}", opts.meta))?;
+        .map_err(|e| AppError::from(e).context(&opts.meta))?;
     let dir = opts.out_dir.join("runs");
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    std::fs::create_dir_all(&dir).map_err(AppError::file(&dir))?;
     let path = dir.join("meta.toml");
-    std::fs::write(&path, meta.to_toml()).map_err(|e| format!("{}: {e}", path.display()))?;
+    std::fs::write(&path, meta.to_toml()).map_err(AppError::file(&path))?;
     Ok(path.to_string_lossy().into_owned())
 }
 
@@ -323,14 +326,14 @@ fn serve_args(opts: &ZraidAppOptions) -> Vec<String> {
 pub fn calibrate_speed(
     opts: &ZraidAppOptions,
     progress: &mut dyn FnMut(&str),
-) -> Result<Vec<Calibration>, String> {
+) -> Result<Vec<Calibration>, AppError> {
     let array = format!("raid:{MEMBERS}x{},variant=zraid", opts.member);
     progress(&format!(
         "speed check: fio through the served {array} at --speed {} against zns bench",
         opts.speed
     ));
     let dir = opts.out_dir.join("runs");
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    std::fs::create_dir_all(&dir).map_err(AppError::file(&dir))?;
     let runtime_s = if opts.quick { 5 } else { 15 };
     let cal = calibrate(
         &opts.zns,
@@ -340,7 +343,7 @@ pub fn calibrate_speed(
         runtime_s,
         &dir.join("calibration.serve.json"),
     )
-    .map_err(|e| format!("speed check: {e}"))?;
+    .map_err(|e| e.context("speed check"))?;
     let mut csv = String::from("job,target,speed,served_mib_per_s,bench_mib_per_s,ratio\n");
     for c in &cal {
         let _ = writeln!(
@@ -355,7 +358,7 @@ pub fn calibrate_speed(
 }
 
 /// The speed check a run wrote to `dir/calibration.json`.
-pub fn read_calibration(dir: &std::path::Path) -> Result<Vec<Calibration>, String> {
+pub fn read_calibration(dir: &std::path::Path) -> Result<Vec<Calibration>, AppError> {
     outfiles::read_json(dir, "calibration.json")
 }
 
@@ -391,7 +394,7 @@ pub fn calibration_markdown(cal: &[Calibration]) -> String {
 pub fn run(
     opts: &ZraidAppOptions,
     progress: &mut dyn FnMut(&str),
-) -> Result<Vec<AppPoint>, String> {
+) -> Result<Vec<AppPoint>, AppError> {
     let env = RunEnv {
         zns: opts.zns.clone(),
         work_dir: opts.out_dir.join("runs"),
@@ -407,10 +410,10 @@ pub fn run(
     if opts.resume {
         match outfiles::read_json::<SeriesOptions>(&env.work_dir, "series.json") {
             Ok(earlier) if earlier != series => {
-                return Err(format!(
+                return Err(AppError::Invalid(format!(
                     "--resume: {} holds runs of other options ({earlier:?}, now {series:?}): use another --out or drop --resume",
                     env.work_dir.display()
-                ))
+                )))
             }
             Ok(_) => {}
             Err(_) => progress(&format!(
@@ -454,7 +457,7 @@ pub fn run(
         let r = match kept {
             Some(r) => r,
             None => run_on_f2fs(&env, &array, &meta, &case.workload, &label)
-                .map_err(|e| format!("{fig} {} on {variant}: {e}", case.label))?,
+                .map_err(|e| e.context(format!("{fig} {} on {variant}", case.label)))?,
         };
         points.push(point(fig, &case, variant, rep, &array, r)?);
     }
@@ -478,7 +481,7 @@ fn point(
     rep: u32,
     array: &str,
     r: RunResult,
-) -> Result<AppPoint, String> {
+) -> Result<AppPoint, AppError> {
     let (ops_per_s, mb_per_s) = match (&r.fio, case.measured) {
         (Some(f), _) => (f.ops_per_s(), Some(f.read_mib_per_s + f.write_mib_per_s)),
         (None, Some(bench)) => {
@@ -486,10 +489,18 @@ fn point(
                 .db_bench
                 .iter()
                 .find(|b| b.benchmark == bench)
-                .ok_or_else(|| format!("db_bench printed no {bench} line"))?;
+                .ok_or_else(|| AppError::Report {
+                    program: "db_bench".into(),
+                    what: format!("printed no {bench} line"),
+                })?;
             (b.ops_per_sec, b.mb_per_s)
         }
-        (None, None) => return Err("no figures".into()),
+        (None, None) => {
+            return Err(AppError::Report {
+                program: case.label.to_string(),
+                what: "neither fio nor db_bench figures".into(),
+            })
+        }
     };
     let stats = r
         .served
@@ -513,7 +524,7 @@ fn point(
 }
 
 /// The points a run wrote to `dir/points.json`.
-pub fn read_points(dir: &std::path::Path) -> Result<Vec<AppPoint>, String> {
+pub fn read_points(dir: &std::path::Path) -> Result<Vec<AppPoint>, AppError> {
     outfiles::read_json(dir, "points.json")
 }
 
@@ -826,11 +837,11 @@ pub fn write_outputs(
     points: &[AppPoint],
     dir: &std::path::Path,
     plots: bool,
-) -> Result<Vec<PathBuf>, String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+) -> Result<Vec<PathBuf>, AppError> {
+    std::fs::create_dir_all(dir).map_err(AppError::file(dir))?;
     let mut files = Vec::new();
     files.push(outfiles::write_json(dir, "points.json", points)?);
-    let mut write = |name: &str, text: String| -> Result<(), String> {
+    let mut write = |name: &str, text: String| -> Result<(), AppError> {
         files.push(outfiles::write(dir, name, text)?);
         Ok(())
     };
@@ -857,7 +868,7 @@ pub fn write_outputs(
     write("summary.md", summary_markdown(&rows))?;
     write(
         "summary.json",
-        serde_json::to_string_pretty(&rows).map_err(|e| e.to_string())?,
+        serde_json::to_string_pretty(&rows).map_err(AppError::file(&dir.join("summary.json")))?,
     )?;
     if !plots {
         return Ok(files);

@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 use zns_plot::plotters::prelude::*;
-use zns_plot::{draw_legend, frame, raid_style, styled_line, Axes, PANEL};
+use zns_plot::{draw_legend, frame, raid_style, styled_line, Axes, PlotError, PANEL};
 use zns_raid::{RaidStats, Variant};
 
 use crate::job::parse_args;
@@ -174,7 +174,7 @@ fn point(
     runtime_ms: u64,
     ramp_ms: u64,
     seed: u64,
-) -> Result<Point, String> {
+) -> Result<Point, ReproError> {
     let filename = raid_filename(members, variant);
     let args = vec![
         "--name=seqwrite".to_string(),
@@ -194,10 +194,16 @@ fn point(
         "--time_based".into(),
         "--group_reporting".into(),
     ];
-    let specs = parse_args(&args).map_err(|e| format!("{fig}: {e}"))?;
-    let rep = run_jobs(&specs, seed)
-        .map_err(|e| format!("{fig} {filename} bs={bs_kib}k zones={zones}: {e}"))?;
-    let job = rep.jobs.first().ok_or("no job report")?;
+    let at = || format!("{fig} {filename} bs={bs_kib}k zones={zones}");
+    let specs = parse_args(&args).map_err(|e| ReproError::Job {
+        point: at(),
+        source: Box::new(e),
+    })?;
+    let rep = run_jobs(&specs, seed).map_err(|e| ReproError::Run {
+        point: at(),
+        source: Box::new(e),
+    })?;
+    let job = rep.jobs.first().ok_or_else(|| ReproError::NoReport(at()))?;
     let secs = job.runtime_ns as f64 / 1e9;
     let mb_per_s = if secs > 0.0 {
         job.write.io_bytes as f64 / secs / 1e6
@@ -217,16 +223,48 @@ fn point(
     })
 }
 
+/// Why `zns repro zraid` stopped.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReproError {
+    /// A point's job did not build.
+    #[error("{point}: {source}")]
+    Job {
+        point: String,
+        #[source]
+        source: Box<crate::job::JobError>,
+    },
+    /// A point's run failed (the array could not be opened, an I/O error).
+    #[error("{point}: {source}")]
+    Run {
+        point: String,
+        #[source]
+        source: Box<crate::run::RunError>,
+    },
+    #[error("{0}: no job report")]
+    NoReport(String),
+    /// An output file or directory.
+    #[error("{0}")]
+    File(String),
+    #[error(transparent)]
+    Plot(#[from] PlotError),
+}
+
+impl ReproError {
+    fn file<E: std::fmt::Display>(path: &Path) -> impl FnOnce(E) -> ReproError + '_ {
+        move |e| ReproError::File(format!("{}: {e}", path.display()))
+    }
+}
+
 /// Runs the figures, writing CSV and PNG files into `opts.out_dir`;
 /// `progress` gets a line per point.
-pub fn run(opts: &ReproOptions, progress: &mut dyn FnMut(&str)) -> Result<Report, String> {
-    std::fs::create_dir_all(&opts.out_dir)
-        .map_err(|e| format!("{}: {e}", opts.out_dir.display()))?;
+pub fn run(opts: &ReproOptions, progress: &mut dyn FnMut(&str)) -> Result<Report, ReproError> {
+    std::fs::create_dir_all(&opts.out_dir).map_err(ReproError::file(&opts.out_dir))?;
     let (runtime_ms, ramp_ms) = (RUNTIME_MS, RAMP_MS);
     let zn = "5xzn540";
     let mut points = Vec::new();
     let mut files = Vec::new();
-    let mut run_point = |fig, members: &str, v, bs, z| -> Result<Point, String> {
+    let mut run_point = |fig, members: &str, v, bs, z| -> Result<Point, ReproError> {
         let p = point(fig, members, v, bs, z, runtime_ms, ramp_ms, opts.seed)?;
         progress(&format!(
             "{fig:>4} {:<7} {members:<22} bs={:>3}k zones={:>2}: {:>7.0} MB/s  flash WAF {:.3}",
@@ -568,8 +606,8 @@ fn draw(
     cols: usize,
     legend: SeriesLabelPosition,
     panels: &[Panel],
-) -> Result<(), String> {
-    let err = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+) -> Result<(), PlotError> {
+    let err = |e: &dyn std::fmt::Display| PlotError(format!("{}: {e}", path.display()));
     let cols = cols.clamp(1, panels.len().max(1));
     let rows = panels.len().div_ceil(cols).max(1);
     let (w, h) = ((330 * cols as u32 + 60).max(760), 330 * rows as u32 + 60);
@@ -666,7 +704,7 @@ fn series(
 }
 
 /// Writes `fig`'s CSV and PNG; returns their paths.
-fn write_fig(fig: Fig, points: &[Point], dir: &Path) -> Result<Vec<String>, String> {
+fn write_fig(fig: Fig, points: &[Point], dir: &Path) -> Result<Vec<String>, ReproError> {
     let (key, name) = match fig {
         Fig::F7 => ("7", "zraid_fig7"),
         Fig::F8 => ("8", "zraid_fig8"),
@@ -675,7 +713,7 @@ fn write_fig(fig: Fig, points: &[Point], dir: &Path) -> Result<Vec<String>, Stri
     };
     let pts: Vec<&Point> = points.iter().filter(|p| p.fig == key).collect();
     let csv = dir.join(format!("{name}.csv"));
-    std::fs::write(&csv, csv_of(&pts)).map_err(|e| format!("{}: {e}", csv.display()))?;
+    std::fs::write(&csv, csv_of(&pts)).map_err(ReproError::file(&csv))?;
     let png = dir.join(format!("{name}.png"));
     let kib = |p: &Point| (p.bs_bytes / KIB) as f64;
     let zones = |p: &Point| p.zones as f64;

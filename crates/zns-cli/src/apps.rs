@@ -112,7 +112,7 @@ fn run_here(a: &AppFigArgs) -> Result<String, CliError> {
     let mut progress = crate::progress::lines(a.show_progress);
     std::fs::create_dir_all(&a.out)
         .map_err(|e| CliError::Io(format!("--out {}: {e}", a.out.display())))?;
-    let cal = zraid::calibrate_speed(&opts, &mut progress).map_err(CliError::Io)?;
+    let cal = zraid::calibrate_speed(&opts, &mut progress).map_err(app_err)?;
     let mut text = zraid::calibration_markdown(&cal);
     if a.dbcheck {
         let check = zns_apps::dbcheck::DbCheckOptions {
@@ -124,11 +124,11 @@ fn run_here(a: &AppFigArgs) -> Result<String, CliError> {
             zns: opts.zns.clone(),
             measured_csv: measured_dbbench_csv(),
         };
-        let rows = zns_apps::dbcheck::run(&check, &mut progress).map_err(CliError::Io)?;
+        let rows = zns_apps::dbcheck::run(&check, &mut progress).map_err(app_err)?;
         text += &format!("\n{}", zns_apps::dbcheck::markdown(&rows));
     }
     if !a.figs.is_empty() {
-        let points = zraid::run(&opts, &mut progress).map_err(CliError::Io)?;
+        let points = zraid::run(&opts, &mut progress).map_err(app_err)?;
         text += "\n";
         text += &outputs(&points, &a.out, a.plots, &format!("--speed {}", opts.speed))?;
     }
@@ -153,7 +153,7 @@ fn outputs(
     plots: bool,
     how: &str,
 ) -> Result<String, CliError> {
-    let files = zraid::write_outputs(points, dir, plots).map_err(CliError::Io)?;
+    let files = zraid::write_outputs(points, dir, plots).map_err(app_err)?;
     let mut text = zraid::summary_markdown(&zraid::summary(points));
     text += &format!("\n{} runs ({how}); files:\n", points.len());
     for f in files {
@@ -292,14 +292,14 @@ fn run_in_guest(a: &AppFigArgs) -> Result<String, CliError> {
     let runs = runs + if a.dbcheck { 5 } else { 0 };
     run_repro_in_guest(&args, &out, runs)?;
     // the guest wrote the points; the figures are drawn here
-    let cal = zraid::read_calibration(&out).map_err(CliError::Io)?;
+    let cal = zraid::read_calibration(&out).map_err(app_err)?;
     let mut text = zraid::calibration_markdown(&cal);
     if a.dbcheck {
-        let rows = zns_apps::dbcheck::read_rows(&out).map_err(CliError::Io)?;
+        let rows = zns_apps::dbcheck::read_rows(&out).map_err(app_err)?;
         text += &format!("\n{}", zns_apps::dbcheck::markdown(&rows));
     }
     if !a.figs.is_empty() {
-        let points = zraid::read_points(&out).map_err(CliError::Io)?;
+        let points = zraid::read_points(&out).map_err(app_err)?;
         text += "\n";
         text += &outputs(
             &points,
@@ -309,4 +309,10 @@ fn run_in_guest(a: &AppFigArgs) -> Result<String, CliError> {
         )?;
     }
     Ok(text)
+}
+
+/// An application experiment's error: an I/O-class failure (exit code as
+/// docs/cli.md says for `repro`), its message kept whole.
+pub(crate) fn app_err(e: zns_apps::AppError) -> CliError {
+    CliError::Io(e.to_string())
 }

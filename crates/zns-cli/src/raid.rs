@@ -452,7 +452,7 @@ pub fn repro_zraid_cmd(a: ReproZraidArgs) -> Result<ExitCode, CliError> {
             eprintln!("{line}");
         }
     })
-    .map_err(CliError::Input)?;
+    .map_err(|e| CliError::Input(e.to_string()))?;
     if a.json {
         outln!(
             "{}",

@@ -129,8 +129,8 @@ fn run_here(a: &ReproStudyArgs, parts: Vec<Part>) -> Result<(String, usize), Cli
         zns,
     };
     let eta = a.eta;
-    let points =
-        study::run(&opts, &mut crate::progress::lines(eta.shown())).map_err(CliError::Io)?;
+    let points = study::run(&opts, &mut crate::progress::lines(eta.shown()))
+        .map_err(crate::apps::app_err)?;
     let text = outputs(
         &points,
         &a.out,
@@ -142,7 +142,7 @@ fn run_here(a: &ReproStudyArgs, parts: Vec<Part>) -> Result<(String, usize), Cli
 
 /// Writes the study's files; the summary and the file list.
 fn outputs(points: &StudyPoints, dir: &Path, plots: bool, how: &str) -> Result<String, CliError> {
-    let files = study::write_outputs(points, dir, plots).map_err(CliError::Io)?;
+    let files = study::write_outputs(points, dir, plots).map_err(crate::apps::app_err)?;
     let mut text = study::summary_markdown(&study::summary(points));
     text += &study::figures_markdown(points);
     text += &format!(
@@ -193,7 +193,7 @@ fn run_in_guest(a: &ReproStudyArgs, parts: Vec<Part>) -> Result<(String, usize),
     let points = match (study::read_points(&out), guest) {
         (Ok(p), _) => p,
         (Err(_), Err(e)) => return Err(e),
-        (Err(e), Ok(())) => return Err(CliError::Io(e)),
+        (Err(e), Ok(())) => return Err(crate::apps::app_err(e)),
     };
     // the guest wrote the points; the figures are drawn here
     let text = outputs(

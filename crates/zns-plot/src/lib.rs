@@ -15,6 +15,26 @@ use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
+/// A figure that could not be drawn or written: plotters' error as text
+/// (its type is generic over the drawing backend), or a caller's own
+/// reason for not drawing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlotError(pub String);
+
+impl std::fmt::Display for PlotError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for PlotError {}
+
+impl<E: std::error::Error + Send + Sync> From<DrawingAreaErrorKind<E>> for PlotError {
+    fn from(e: DrawingAreaErrorKind<E>) -> PlotError {
+        PlotError(e.to_string())
+    }
+}
+
 pub use plotters;
 
 /// The line colours, in series order.
@@ -153,7 +173,7 @@ pub fn frame<'a, DB: DrawingBackend + 'a>(
     area: &'a DrawingArea<DB, Shift>,
     axes: &Axes<'_>,
     style: Style,
-) -> Result<Chart2d<'a, DB>, String> {
+) -> Result<Chart2d<'a, DB>, PlotError> {
     // a long title is set smaller rather than clipped at the edges (a
     // sans-serif character is about 0.55 em wide)
     let width_px = f64::from(area.dim_in_pixel().0);
@@ -165,7 +185,7 @@ pub fn frame<'a, DB: DrawingBackend + 'a>(
         .x_label_area_size(style.x_label_area_px)
         .y_label_area_size(style.y_label_area_px)
         .build_cartesian_2d(axes.x.clone(), axes.y.clone())
-        .map_err(|e| e.to_string())?;
+        .map_err(PlotError::from)?;
     let mut mesh = chart.configure_mesh();
     mesh.axis_desc_style(("sans-serif", style.axis_desc_px))
         .label_style(("sans-serif", style.labels_px))
@@ -185,7 +205,7 @@ pub fn frame<'a, DB: DrawingBackend + 'a>(
     if let Some(n) = axes.x_ticks {
         mesh.x_labels(n);
     }
-    mesh.draw().map_err(|e| e.to_string())?;
+    mesh.draw().map_err(PlotError::from)?;
     Ok(chart)
 }
 
@@ -197,19 +217,19 @@ pub fn line<'a, DB: DrawingBackend + 'a>(
     color: RGBColor,
     label: &str,
     marker_px: Option<u32>,
-) -> Result<(), String> {
+) -> Result<(), PlotError> {
     chart
         .draw_series(LineSeries::new(
             points.iter().copied(),
             color.stroke_width(2),
         ))
-        .map_err(|e| e.to_string())?
+        .map_err(PlotError::from)?
         .label(label)
         .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(2)));
     if let Some(px) = marker_px {
         chart
             .draw_series(points.iter().map(|p| Circle::new(*p, px, color.filled())))
-            .map_err(|e| e.to_string())?;
+            .map_err(PlotError::from)?;
     }
     Ok(())
 }
@@ -222,16 +242,16 @@ pub fn styled_line<'a, DB: DrawingBackend + 'a>(
     style: SeriesStyle,
     label: &str,
     marker_px: u32,
-) -> Result<(), String> {
+) -> Result<(), PlotError> {
     let stroke = style.color.stroke_width(2);
     let anno = if style.dashed {
         chart
             .draw_series(DashedLineSeries::new(points.iter().copied(), 8, 5, stroke))
-            .map_err(|e| e.to_string())?
+            .map_err(PlotError::from)?
     } else {
         chart
             .draw_series(LineSeries::new(points.iter().copied(), stroke))
-            .map_err(|e| e.to_string())?
+            .map_err(PlotError::from)?
     };
     let r = marker_px as i32;
     let fill = style.color.filled();
@@ -268,7 +288,7 @@ pub fn styled_line<'a, DB: DrawingBackend + 'a>(
                 + PathElement::new(vec![(-r, r), (r, -r)], stroke)
         })),
     }
-    .map_err(|e| e.to_string())?;
+    .map_err(PlotError::from)?;
     Ok(())
 }
 
@@ -302,7 +322,7 @@ pub fn draw_legend<'a, DB: DrawingBackend + 'a>(
     chart: &mut Chart2d<'a, DB>,
     position: SeriesLabelPosition,
     font_px: u32,
-) -> Result<(), String> {
+) -> Result<(), PlotError> {
     chart
         .configure_series_labels()
         .position(position)
@@ -310,7 +330,7 @@ pub fn draw_legend<'a, DB: DrawingBackend + 'a>(
         .border_style(BLACK)
         .label_font(("sans-serif", font_px))
         .draw()
-        .map_err(|e| e.to_string())
+        .map_err(PlotError::from)
 }
 
 /// A line chart: title, axis descriptions and named series of (x, y).
@@ -341,7 +361,7 @@ pub fn range_from_zero(values: impl Iterator<Item = f64>) -> Range<f64> {
 }
 
 /// Draws `chart` into a 1000 × 600 PNG at `path`, one colour per series.
-pub fn line_chart(chart: &LineChart, path: &Path) -> Result<(), String> {
+pub fn line_chart(chart: &LineChart, path: &Path) -> Result<(), PlotError> {
     let points = || chart.series.iter().flat_map(|s| s.1.iter());
     let axes = Axes::new(
         &chart.title,
@@ -351,13 +371,13 @@ pub fn line_chart(chart: &LineChart, path: &Path) -> Result<(), String> {
         range_from_zero(points().map(|p| p.1)),
     );
     let root = BitMapBackend::new(path, (1000, 600)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| e.to_string())?;
+    root.fill(&WHITE).map_err(PlotError::from)?;
     let mut c = frame(&root, &axes, FULL)?;
     for (i, (label, points)) in chart.series.iter().enumerate() {
         line(&mut c, points, color(i), label, None)?;
     }
     draw_legend(&mut c, SeriesLabelPosition::UpperRight, FULL.labels_px)?;
-    root.present().map_err(|e| e.to_string())
+    root.present().map_err(PlotError::from)
 }
 
 /// One bar: its value and an optional error bar (min, max); NaN: no bar.
@@ -379,7 +399,7 @@ pub struct BarChart {
 
 /// Draws `chart` into a 1000 × 600 PNG at `path`, series `i` in
 /// [`color`]`(i)`.
-pub fn bar_chart(chart: &BarChart, path: &Path) -> Result<(), String> {
+pub fn bar_chart(chart: &BarChart, path: &Path) -> Result<(), PlotError> {
     bar_chart_colored(chart, "", &|i, _| color(i), path)
 }
 
@@ -391,7 +411,7 @@ pub fn bar_chart_colored(
     x_label: &str,
     color_of: &dyn Fn(usize, &str) -> RGBColor,
     path: &Path,
-) -> Result<(), String> {
+) -> Result<(), PlotError> {
     let n_groups = chart.groups.len().max(1);
     let n_series = chart.series.len().max(1);
     let values = chart.series.iter().flat_map(|(_, v)| {
@@ -402,7 +422,7 @@ pub fn bar_chart_colored(
     // room above the bars for the legend
     let y = y.start..y.end + (y.end - y.start) * 0.15;
     let root = BitMapBackend::new(path, (1000, 600)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| e.to_string())?;
+    root.fill(&WHITE).map_err(PlotError::from)?;
     let groups = chart.groups.clone();
     let label = move |x: &f64| -> String {
         let g = x.round();
@@ -434,7 +454,7 @@ pub fn bar_chart_colored(
                 Rectangle::new([(left(g), 0.0), (left(g) + width * 0.9, b.0)], col.filled())
             });
         c.draw_series(rects)
-            .map_err(|e| e.to_string())?
+            .map_err(PlotError::from)?
             .label(name.as_str())
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], col.filled()));
         let whiskers = bars.iter().enumerate().filter_map(|(g, b)| {
@@ -445,17 +465,17 @@ pub fn bar_chart_colored(
                 BLACK.stroke_width(2),
             ))
         });
-        c.draw_series(whiskers).map_err(|e| e.to_string())?;
+        c.draw_series(whiskers).map_err(PlotError::from)?;
     }
     if let Some(r) = chart.reference {
         let dashes = (0..n_groups * 8).map(|i| {
             let x0 = -0.5 + i as f64 / 8.0;
             PathElement::new(vec![(x0, r), (x0 + 1.0 / 16.0, r)], BLACK.stroke_width(1))
         });
-        c.draw_series(dashes).map_err(|e| e.to_string())?;
+        c.draw_series(dashes).map_err(PlotError::from)?;
     }
     draw_legend(&mut c, SeriesLabelPosition::UpperRight, FULL.labels_px)?;
-    root.present().map_err(|e| e.to_string())
+    root.present().map_err(PlotError::from)
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use zns_plot::plotters::prelude::*;
-use zns_plot::{color, draw_legend, frame, line, Axes, FULL};
+use zns_plot::{color, draw_legend, frame, line, Axes, PlotError, FULL};
 
 use super::report::CurveResult;
 
@@ -122,8 +122,7 @@ fn dashed(
 }
 
 /// Draws the figure into a PNG file (1000 × 650).
-pub fn draw_png(c: &CurveResult, path: &Path) -> Result<(), String> {
-    let err = |e: &dyn std::fmt::Display| e.to_string();
+pub fn draw_png(c: &CurveResult, path: &Path) -> Result<(), PlotError> {
     let emu: Vec<Vec<(f64, f64)>> = c
         .series
         .iter()
@@ -153,7 +152,7 @@ pub fn draw_png(c: &CurveResult, path: &Path) -> Result<(), String> {
     let (y0, y1) = range(all().map(|p| p.1), c.log_y);
 
     let root = BitMapBackend::new(path, (1000, 650)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| err(&e))?;
+    root.fill(&WHITE)?;
     let (lx, ly) = (c.log_x, c.log_y);
     let x_fmt = move |v: &f64| tick_label(*v, lx);
     let y_fmt = move |v: &f64| tick_label(*v, ly);
@@ -183,22 +182,19 @@ pub fn draw_png(c: &CurveResult, path: &Path) -> Result<(), String> {
             )?;
         }
         if !meas[i].is_empty() {
-            chart
-                .draw_series(dashed(&meas[i], color))
-                .map_err(|e| err(&e))?;
+            chart.draw_series(dashed(&meas[i], color))?;
             chart
                 .draw_series(
                     meas[i]
                         .iter()
                         .map(|p| Cross::new(*p, 6, color.stroke_width(2))),
-                )
-                .map_err(|e| err(&e))?
+                )?
                 .label(format!("{} ({})", s.label, c.data_label))
                 .legend(move |(x, y)| Cross::new((x + 12, y), 6, color.stroke_width(2)));
         }
     }
     draw_legend(&mut chart, SeriesLabelPosition::UpperLeft, FULL.labels_px)?;
-    root.present().map_err(|e| err(&e))?;
+    root.present()?;
     Ok(())
 }
 
