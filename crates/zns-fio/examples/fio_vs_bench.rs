@@ -110,7 +110,7 @@ fn run() -> Result<(), String> {
             bench_files.push((text, format!("{name}.fio")));
         }
         eprintln!("fio_vs_bench: fio {}", files.join(" "));
-        let fio = engine.run(&fio_files, &[])?;
+        let fio = engine.run(&fio_files, &[]).map_err(|e| e.to_string())?;
         if !fio.success {
             eprintln!("fio_vs_bench: fio reported errors:\n{}", fio.stderr);
         }

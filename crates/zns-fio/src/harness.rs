@@ -55,13 +55,16 @@ impl Engine {
     /// Runs fio on `files` with `--output-format=json` and the extra
     /// arguments; the parsed JSON, or an error with fio's stderr. fio's
     /// exit status is not judged here: the caller checks the jobs' errors.
-    pub fn run(&self, files: &[PathBuf], args: &[String]) -> Result<FioRun, String> {
+    pub fn run(&self, files: &[PathBuf], args: &[String]) -> Result<FioRun, HarnessError> {
         let out = Command::new(&self.fio)
             .arg("--output-format=json")
             .args(args)
             .args(files)
             .output()
-            .map_err(|e| format!("cannot run {}: {e}", self.fio.display()))?;
+            .map_err(|source| HarnessError::Spawn {
+                fio: self.fio.clone(),
+                source,
+            })?;
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         // fio prints error lines before the JSON document on stdout
@@ -70,11 +73,10 @@ impl Engine {
             .map(|i| i + 1)
             .or_else(|| stdout.starts_with('{').then_some(0))
             .and_then(|i| serde_json::from_str::<Json>(&stdout[i..]).ok())
-            .ok_or_else(|| {
-                format!(
-                    "fio printed no JSON (status {}):\n{stdout}\n{stderr}",
-                    out.status
-                )
+            .ok_or_else(|| HarnessError::NoJson {
+                status: out.status.to_string(),
+                stdout: stdout.clone(),
+                stderr: stderr.clone(),
             })?;
         Ok(FioRun {
             json,
@@ -82,6 +84,24 @@ impl Engine {
             success: out.status.success(),
         })
     }
+}
+
+/// Why fio gave no report.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HarnessError {
+    #[error("cannot run {}: {source}", fio.display())]
+    Spawn {
+        fio: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("fio printed no JSON (status {status}):\n{stdout}\n{stderr}")]
+    NoJson {
+        status: String,
+        stdout: String,
+        stderr: String,
+    },
 }
 
 /// One fio run's output.

@@ -318,7 +318,11 @@ impl Metric {
     }
 
     /// Parses a metric from its TOML form; the error names the problem.
-    pub fn from_toml(v: &toml::Value) -> Result<Metric, String> {
+    pub fn from_toml(v: &toml::Value) -> Result<Metric, MetricError> {
+        Metric::parse_toml(v).map_err(MetricError::Definition)
+    }
+
+    fn parse_toml(v: &toml::Value) -> Result<Metric, String> {
         let t = v
             .as_table()
             .ok_or_else(|| format!("a metric must be a table, not `{v}`"))?;
@@ -341,7 +345,7 @@ impl Metric {
             Ok(())
         };
         let sub = |key: &str| -> Result<Metric, String> {
-            Metric::from_toml(
+            Metric::parse_toml(
                 t.get(key)
                     .ok_or_else(|| format!("metric op needs `{key}`"))?,
             )
@@ -420,7 +424,7 @@ impl Metric {
                 let of = of
                     .iter()
                     .enumerate()
-                    .map(|(i, m)| Metric::from_toml(m).map_err(|e| format!("of[{i}]: {e}")))
+                    .map(|(i, m)| Metric::parse_toml(m).map_err(|e| format!("of[{i}]: {e}")))
                     .collect::<Result<Vec<_>, _>>()?;
                 Ok(Metric::Nary { op: red, of, scale })
             }

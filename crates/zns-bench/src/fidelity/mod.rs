@@ -61,6 +61,20 @@ pub enum FidelityError {
     },
     #[error("no target or curve id matches `{0}`")]
     NoMatch(String),
+    /// A job file that does not parse (the message names it).
+    #[error("{source}")]
+    Job {
+        job: String,
+        #[source]
+        source: Box<crate::job::JobError>,
+    },
+    /// A job file whose run failed.
+    #[error("{job}: {source}")]
+    Run {
+        job: String,
+        #[source]
+        source: Box<crate::run::RunError>,
+    },
 }
 
 /// Why a metric could not be evaluated on a fio JSON document.
@@ -81,4 +95,7 @@ pub enum MetricError {
     NoJobs,
     #[error("{0}")]
     Math(String),
+    /// A metric definition that does not parse (fidelity.toml).
+    #[error("{0}")]
+    Definition(String),
 }

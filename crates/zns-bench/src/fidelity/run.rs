@@ -61,12 +61,20 @@ fn id_matches(filter: &Option<String>, id: &str) -> bool {
 
 /// Runs one job file through the ordinary bench path and returns its fio
 /// JSON document.
-pub fn run_job_file(dir: &Path, job: &str, seed: u64) -> Result<Json, String> {
+pub fn run_job_file(dir: &Path, job: &str, seed: u64) -> Result<Json, FidelityError> {
     let path = dir.join(job);
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let specs = parse_job_file(&text, job).map_err(|e| e.to_string())?;
-    let rep = run_jobs(&specs, seed).map_err(|e| format!("{job}: {e}"))?;
+    let text = std::fs::read_to_string(&path).map_err(|err| FidelityError::Read {
+        path: path.clone(),
+        err,
+    })?;
+    let specs = parse_job_file(&text, job).map_err(|e| FidelityError::Job {
+        job: job.to_string(),
+        source: Box::new(e),
+    })?;
+    let rep = run_jobs(&specs, seed).map_err(|e| FidelityError::Run {
+        job: job.to_string(),
+        source: Box::new(e),
+    })?;
     Ok(rep.to_fio_json())
 }
 
@@ -270,7 +278,7 @@ pub fn run_fidelity(
     let mut runs = Vec::new();
     for (i, j) in needed.iter().enumerate() {
         progress(i, total, j);
-        let r = run_job_file(dir, j, opts.seed);
+        let r = run_job_file(dir, j, opts.seed).map_err(|e| e.to_string());
         runs.push(JobFileRun {
             job: j.clone(),
             virtual_seconds: r

@@ -273,7 +273,7 @@ pub fn parse_suite_toml(
         }
         let s = |k: &str| e.get(k).and_then(toml::Value::as_str).map(str::to_string);
         let metric = match e.get("metric") {
-            Some(m) => Some(Metric::from_toml(m).map_err(|msg| def(&what, msg))?),
+            Some(m) => Some(Metric::from_toml(m).map_err(|e| def(&what, e.to_string()))?),
             None => None,
         };
         let exp = Experiment {
@@ -362,7 +362,7 @@ pub fn parse_suite_toml(
                 se.get("metric")
                     .ok_or_else(|| def(&swhat, "missing metric".into()))?,
             )
-            .map_err(|m| def(&swhat, m))?;
+            .map_err(|m| def(&swhat, m.to_string()))?;
             let data = match se.get("data") {
                 None => None,
                 Some(d) => {
