@@ -467,6 +467,20 @@ fn help_and_list_name_every_builtin_profile() {
     }
 }
 
+/// docs/bench.md's list of the names `filename=` takes is the built-in
+/// profiles, all of them (a profile added without the doc fails here).
+#[test]
+fn bench_doc_lists_every_builtin_profile() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/bench.md"))
+        .unwrap();
+    for name in zns_device::Profile::builtin_names() {
+        assert!(
+            doc.contains(&format!("`{name}`")),
+            "docs/bench.md does not list the built-in profile {name}"
+        );
+    }
+}
+
 /// Job files as fio reads them: `include FILE` beside the job file,
 /// `${NAME}` from the environment, `description=`.
 #[test]
