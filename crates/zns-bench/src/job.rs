@@ -121,6 +121,7 @@ pub struct OptionDef {
 
 const SECS: u64 = 1_000_000;
 
+/// A stock fio option.
 const fn opt(
     name: &'static str,
     kind: OptKind,
@@ -137,20 +138,16 @@ const fn opt(
     }
 }
 
+/// A znskit extension: a stock row marked as one.
 const fn ext(
     name: &'static str,
     kind: OptKind,
     default: Option<&'static str>,
     help: &'static str,
 ) -> OptionDef {
-    OptionDef {
-        name,
-        aliases: &[],
-        kind,
-        default,
-        help,
-        extension: true,
-    }
+    let mut d = opt(name, kind, default, help);
+    d.extension = true;
+    d
 }
 
 const fn aliased(mut d: OptionDef, aliases: &'static [&'static str]) -> OptionDef {

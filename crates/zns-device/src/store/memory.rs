@@ -9,7 +9,10 @@
 
 use std::collections::BTreeMap;
 
-use super::{BlockBits, DataStore, Geometry, StoreError, StoreKind, MAP_ENTRY_OVERHEAD_BYTES};
+use super::{
+    deallocate_extents, BlockBits, DataStore, Geometry, StoreError, StoreKind,
+    MAP_ENTRY_OVERHEAD_BYTES,
+};
 
 /// Size of one memory extent, in bytes.
 pub const EXTENT_BYTES: u64 = 1 << 20;
@@ -111,36 +114,20 @@ impl DataStore for MemoryStore {
 
     fn deallocate(&mut self, lba: u64, nlb: u64) -> Result<(), StoreError> {
         self.geometry.check_range(lba, nlb)?;
-        if nlb == 0 {
-            return Ok(());
-        }
         let block_bytes = self.geometry.lba_bytes as usize;
-        let first_extent = lba / self.extent_blocks;
-        let last_extent = (lba + nlb - 1) / self.extent_blocks;
-        let present: Vec<u64> = self
-            .extents
-            .range(first_extent..=last_extent)
-            .map(|(k, _)| *k)
-            .collect();
-        for extent_index in present {
-            let extent_start = extent_index * self.extent_blocks;
-            let from = lba.max(extent_start);
-            let to = (lba + nlb).min(extent_start + self.extent_blocks);
-            if from == extent_start && to == extent_start + self.extent_blocks {
-                self.extents.remove(&extent_index);
-                continue;
-            }
-            if let Some(extent) = self.extents.get_mut(&extent_index) {
-                let (a, b) = ((from - extent_start) as usize, (to - extent_start) as usize);
-                extent.data[a * block_bytes..b * block_bytes].fill(0);
-                for i in a..b {
+        deallocate_extents(
+            &mut self.extents,
+            self.extent_blocks,
+            lba,
+            nlb,
+            |extent, r| {
+                extent.data[r.start * block_bytes..r.end * block_bytes].fill(0);
+                for i in r {
                     extent.written.clear(i);
                 }
-                if extent.written.count() == 0 {
-                    self.extents.remove(&extent_index);
-                }
-            }
-        }
+                extent.written.count() == 0
+            },
+        );
         Ok(())
     }
 

@@ -353,6 +353,46 @@ pub(crate) fn extent_pieces(
     })
 }
 
+/// Deallocates `[lba, lba + nlb)` from `extents` (extents of
+/// `extent_blocks` blocks, keyed by index), visiting only extents that
+/// exist (a 1 TB reset must not walk 60 000 empty slots): an extent wholly
+/// inside the range is dropped; for one partly inside, `forget(extent,
+/// first..end)` clears those blocks (extent-relative) and says whether the
+/// extent holds nothing written any more, in which case it is dropped too.
+pub(crate) fn deallocate_extents<E>(
+    extents: &mut std::collections::BTreeMap<u64, E>,
+    extent_blocks: u64,
+    lba: u64,
+    nlb: u64,
+    mut forget: impl FnMut(&mut E, std::ops::Range<usize>) -> bool,
+) {
+    if nlb == 0 {
+        return;
+    }
+    let first_extent = lba / extent_blocks;
+    let last_extent = (lba + nlb - 1) / extent_blocks;
+    let present: Vec<u64> = extents
+        .range(first_extent..=last_extent)
+        .map(|(k, _)| *k)
+        .collect();
+    for extent_index in present {
+        let extent_start = extent_index * extent_blocks;
+        let from = lba.max(extent_start);
+        let to = (lba + nlb).min(extent_start + extent_blocks);
+        let whole = from == extent_start && to == extent_start + extent_blocks;
+        let emptied = whole
+            || extents.get_mut(&extent_index).is_some_and(|extent| {
+                forget(
+                    extent,
+                    (from - extent_start) as usize..(to - extent_start) as usize,
+                )
+            });
+        if emptied {
+            extents.remove(&extent_index);
+        }
+    }
+}
+
 /// Approximate bookkeeping cost of one `BTreeMap` entry, in bytes (for
 /// `resident_bytes`).
 pub(crate) const MAP_ENTRY_OVERHEAD_BYTES: u64 = 48;

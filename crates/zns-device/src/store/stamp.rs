@@ -25,7 +25,8 @@
 use std::collections::BTreeMap;
 
 use super::{
-    extent_pieces, BlockBits, DataStore, Geometry, StoreError, StoreKind, MAP_ENTRY_OVERHEAD_BYTES,
+    deallocate_extents, extent_pieces, BlockBits, DataStore, Geometry, StoreError, StoreKind,
+    MAP_ENTRY_OVERHEAD_BYTES,
 };
 
 /// Smallest block, in bytes, that [`tag_of`] can recognise (the tag plus one
@@ -281,35 +282,13 @@ impl DataStore for StampStore {
 
     fn deallocate(&mut self, lba: u64, nlb: u64) -> Result<(), StoreError> {
         self.geometry.check_range(lba, nlb)?;
-        if nlb == 0 {
-            return Ok(());
-        }
-        // Only visit extents that exist: a 1 TB reset must not walk 60 000 empty slots.
-        let first_extent = lba / EXTENT_BLOCKS;
-        let last_extent = (lba + nlb - 1) / EXTENT_BLOCKS;
-        let present: Vec<u64> = self
-            .extents
-            .range(first_extent..=last_extent)
-            .map(|(k, _)| *k)
-            .collect();
-        for extent_index in present {
-            let extent_start = extent_index * EXTENT_BLOCKS;
-            let from = lba.max(extent_start);
-            let to = (lba + nlb).min(extent_start + EXTENT_BLOCKS);
-            if from == extent_start && to == extent_start + EXTENT_BLOCKS {
-                self.extents.remove(&extent_index);
-                continue;
+        deallocate_extents(&mut self.extents, EXTENT_BLOCKS, lba, nlb, |extent, r| {
+            for i in r {
+                extent.written.clear(i);
+                extent.foreign.clear(i);
             }
-            if let Some(extent) = self.extents.get_mut(&extent_index) {
-                for i in (from - extent_start) as usize..(to - extent_start) as usize {
-                    extent.written.clear(i);
-                    extent.foreign.clear(i);
-                }
-                if extent.written.count() == 0 {
-                    self.extents.remove(&extent_index);
-                }
-            }
-        }
+            extent.written.count() == 0
+        });
         Ok(())
     }
 
