@@ -11,6 +11,28 @@ use serde_json::{json, Map, Value as Json};
 use crate::run::{JobReport, RunReport};
 use crate::stats::DirStats;
 
+/// fio's `lat_ns` (slat + clat): its moments, and percentiles with
+/// `lat_percentiles=1`.
+fn total_lat_json(d: &DirStats, pcts: Option<&[f64]>) -> Json {
+    let m = d.lat();
+    let mut o = Map::new();
+    o.insert("min".into(), json!(m.min()));
+    o.insert("max".into(), json!(m.max()));
+    o.insert("mean".into(), json!(m.mean()));
+    o.insert("stddev".into(), json!(m.stddev()));
+    o.insert("N".into(), json!(m.n));
+    if let Some(pcts) = pcts {
+        if d.total_ios > 0 {
+            let mut p = Map::new();
+            for &q in pcts {
+                p.insert(format!("{q:.6}"), json!(d.lat_percentile(q)));
+            }
+            o.insert("percentile".into(), Json::Object(p));
+        }
+    }
+    Json::Object(o)
+}
+
 fn lat_json(d: &DirStats, pcts: Option<&[f64]>, bins: bool) -> Json {
     let mut o = Map::new();
     o.insert("min".into(), json!(d.min()));
@@ -61,9 +83,9 @@ fn dir_json(d: &DirStats, j: &JobReport, bins: bool) -> Json {
         "total_ios": d.total_ios,
         "short_ios": 0,
         "drop_ios": 0,
-        "slat_ns": {"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0, "N": 0},
+        "slat_ns": {"min": d.slat().min(), "max": d.slat().max(), "mean": d.slat().mean(), "stddev": d.slat().stddev(), "N": d.slat().n},
         "clat_ns": lat_json(d, clat, bins),
-        "lat_ns": lat_json(d, lat, bins && j.lat_percentiles),
+        "lat_ns": if d.slat().n == 0 { lat_json(d, lat, bins && j.lat_percentiles) } else { total_lat_json(d, lat) },
         "bw_min": bw.min as u64,
         "bw_max": bw.max as u64,
         "bw_agg": if d.total_ios > 0 { 100.0 } else { 0.0 },

@@ -200,6 +200,8 @@ pub static OPTIONS: &[OptionDef] = &[
         "Once over zone_reset_threshold, reset a zone every 1/zone_reset_frequency writes (0 = never)."),
     opt("ioengine", OptKind::Enum(&["psync", "sync", "libaio", "io_uring", "pvsync", "spdk"]), Some("psync"),
         "I/O engine: psync/sync/pvsync = one synchronous I/O per job; libaio/io_uring = iodepth I/Os outstanding through the kernel (host_stack io-uring-none unless set); spdk (fio's SPDK plugin) = iodepth outstanding through a user-space polled driver (host_stack spdk)."),
+    opt("cpus_allowed", OptKind::Str, None,
+        "CPUs the job's threads may run on, a list of numbers and ranges (`0-9`, `10-19,30`). Polled jobs (ioengine=spdk) are always runnable: when more of them share a set than it has CPUs, they time-share (docs/bench.md). Unset: enough CPUs."),
     opt("direct", OptKind::Bool, Some("0"),
         "Use non-buffered (O_DIRECT) I/O; required for writes with zonemode=zbd."),
     opt("time_based", OptKind::Bool, Some("0"),
@@ -1114,6 +1116,9 @@ pub struct JobSpec {
     pub flow_id: u32,
     pub startdelay: Duration,
     pub thinktime: Duration,
+    /// `cpus_allowed`: the CPUs the job's threads may run on (sorted,
+    /// distinct); None = as many as needed.
+    pub cpus_allowed: Option<Vec<u32>>,
     pub io_size: Option<SizeSpec>,
     /// 0 = no limit.
     pub number_ios: u64,
@@ -1449,6 +1454,36 @@ pub fn option_help() -> String {
     out
 }
 
+/// fio's CPU list: numbers and `a-b` ranges separated by commas, sorted
+/// and deduplicated (at most 4096 CPUs).
+pub fn parse_cpu_list(text: &str) -> Result<Vec<u32>, String> {
+    const MAX_CPUS: u32 = 4096;
+    let mut cpus = Vec::new();
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let num = |t: &str| {
+            t.trim()
+                .parse::<u32>()
+                .ok()
+                .filter(|&n| n < MAX_CPUS)
+                .ok_or_else(|| format!("`{t}` is not a CPU number below {MAX_CPUS}"))
+        };
+        let (a, b) = match part.split_once('-') {
+            Some((a, b)) => (num(a)?, num(b)?),
+            None => (num(part)?, num(part)?),
+        };
+        if a > b {
+            return Err(format!("range `{part}` runs backwards"));
+        }
+        cpus.extend(a..=b);
+    }
+    cpus.sort_unstable();
+    cpus.dedup();
+    if cpus.is_empty() {
+        return Err("no CPU named".into());
+    }
+    Ok(cpus)
+}
+
 fn resolve(s: &Section, group: u32) -> Result<JobSpec, JobError> {
     // defaults from the table, then the job's values
     let mut v: HashMap<&'static str, Value> = HashMap::new();
@@ -1535,6 +1570,12 @@ fn resolve(s: &Section, group: u32) -> Result<JobSpec, JobError> {
         Some("pvsync") => IoEngine::Pvsync,
         Some("spdk") => IoEngine::Spdk,
         _ => IoEngine::Psync,
+    };
+    let cpus_allowed = match g("cpus_allowed") {
+        Some(Value::Str(list)) => {
+            Some(parse_cpu_list(list).map_err(|e| conflict(format!("cpus_allowed={list}: {e}")))?)
+        }
+        _ => None,
     };
     let direct = b("direct");
     if zonemode == ZoneMode::Zbd && rw.has_writes() && !direct && word("zone_op").is_none() {
@@ -1639,6 +1680,7 @@ fn resolve(s: &Section, group: u32) -> Result<JobSpec, JobError> {
         flow_id: int("flow_id", 0).clamp(0, U32_MAX) as u32,
         startdelay: time("startdelay").unwrap_or_default(),
         thinktime: time("thinktime").unwrap_or_default(),
+        cpus_allowed,
         io_size: size("io_size"),
         number_ios: int("number_ios", 0).max(0) as u64,
         loops: int("loops", 1).clamp(1, 1_000_000) as u32,

@@ -61,6 +61,9 @@ pub struct ReproOptions {
     pub figs: Vec<Fig>,
     pub seed: u64,
     pub out_dir: PathBuf,
+    /// RAID options added to every array (`,worker_ns=…,worker_xor_ps=…`;
+    /// empty = the defaults).
+    pub raid_options: String,
 }
 
 /// One measured point.
@@ -261,7 +264,9 @@ impl ReproError {
 pub fn run(opts: &ReproOptions, progress: &mut dyn FnMut(&str)) -> Result<Report, ReproError> {
     std::fs::create_dir_all(&opts.out_dir).map_err(ReproError::file(&opts.out_dir))?;
     let (runtime_ms, ramp_ms) = (RUNTIME_MS, RAMP_MS);
-    let zn = "5xzn540";
+    let zn = format!("5xzn540{}", opts.raid_options);
+    let zn = zn.as_str();
+    let pm = format!("5xpm1731a,aggregate=4{}", opts.raid_options);
     let mut points = Vec::new();
     let mut files = Vec::new();
     let mut run_point = |fig, members: &str, v, bs, z| -> Result<Point, ReproError> {
@@ -302,7 +307,7 @@ pub fn run(opts: &ReproOptions, progress: &mut dyn FnMut(&str)) -> Result<Report
             Fig::F11 => {
                 for bs in F11_SIZES {
                     for v in [Variant::RaiznPlus, Variant::Zraid] {
-                        points.push(run_point("11", "5xpm1731a,aggregate=4", v, bs, 15)?);
+                        points.push(run_point("11", &pm, v, bs, 15)?);
                     }
                 }
             }

@@ -76,6 +76,81 @@ pub struct DirStats {
     /// Bytes and I/Os completed per sample window since the measurement
     /// start, for the windows that saw any (idle time costs no memory).
     windows: BTreeMap<u64, (u64, u64)>,
+    /// Submission latency (fio's slat) of the I/Os that have one (libaio):
+    /// the fields above are then the completion latency (clat), and the
+    /// total (lat = slat + clat) is kept apart.
+    slat: Moments,
+    lat: Moments,
+    /// Histogram of lat, only once an I/O had a submission latency (until
+    /// then lat = clat and `hist` serves both).
+    lat_hist: Option<Box<[u64]>>,
+}
+
+/// Count, min, max, mean and Welford sum of squares of a latency.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Moments {
+    pub n: u64,
+    min_ns: u64,
+    max_ns: u64,
+    mean_ns: f64,
+    m2: f64,
+}
+
+impl Default for Moments {
+    fn default() -> Self {
+        Moments {
+            n: 0,
+            min_ns: u64::MAX,
+            max_ns: 0,
+            mean_ns: 0.0,
+            m2: 0.0,
+        }
+    }
+}
+
+impl Moments {
+    fn add(&mut self, ns: u64) {
+        self.n += 1;
+        self.min_ns = self.min_ns.min(ns);
+        self.max_ns = self.max_ns.max(ns);
+        let x = ns as f64;
+        let d = x - self.mean_ns;
+        self.mean_ns += d / self.n as f64;
+        self.m2 += d * (x - self.mean_ns);
+    }
+    fn merge(&mut self, o: &Moments) {
+        if o.n == 0 {
+            return;
+        }
+        let (na, nb) = (self.n as f64, o.n as f64);
+        let n = na + nb;
+        let d = o.mean_ns - self.mean_ns;
+        self.mean_ns += d * nb / n;
+        self.m2 += o.m2 + d * d * na * nb / n;
+        self.n += o.n;
+        self.min_ns = self.min_ns.min(o.min_ns);
+        self.max_ns = self.max_ns.max(o.max_ns);
+    }
+    pub fn min(&self) -> u64 {
+        if self.n == 0 {
+            0
+        } else {
+            self.min_ns
+        }
+    }
+    pub fn max(&self) -> u64 {
+        self.max_ns
+    }
+    pub fn mean(&self) -> f64 {
+        self.mean_ns
+    }
+    /// Sample standard deviation (n − 1), as fio prints it.
+    pub fn stddev(&self) -> f64 {
+        if self.n < 2 {
+            return 0.0;
+        }
+        (self.m2 / (self.n - 1) as f64).sqrt()
+    }
 }
 
 impl Default for DirStats {
@@ -90,6 +165,9 @@ impl Default for DirStats {
             hist: vec![0; PLAT_NR].into_boxed_slice(),
             lat_dist: [0; 32],
             windows: BTreeMap::new(),
+            slat: Moments::default(),
+            lat: Moments::default(),
+            lat_hist: None,
         }
     }
 }
@@ -110,6 +188,25 @@ impl DirStats {
     /// One completed I/O of `bytes` taking `lat_ns`, completing `since_start_ns`
     /// after the measurement started.
     pub fn add(&mut self, bytes: u64, lat_ns: u64, since_start_ns: u64) {
+        self.add_split(bytes, 0, lat_ns, since_start_ns);
+    }
+
+    /// One completed I/O whose `lat_ns` began with `slat_ns` of submission
+    /// (fio's slat; 0 = the engine has none): the direction's clat is
+    /// `lat_ns − slat_ns`.
+    pub fn add_split(&mut self, bytes: u64, slat_ns: u64, lat_ns: u64, since_start_ns: u64) {
+        if slat_ns > 0 && self.lat_hist.is_none() {
+            // lat was clat so far: the lat histogram starts as a copy
+            self.lat_hist = Some(self.hist.clone());
+        }
+        if slat_ns > 0 {
+            self.slat.add(slat_ns);
+        }
+        self.lat.add(lat_ns);
+        if let Some(h) = self.lat_hist.as_mut() {
+            h[bucket_of(lat_ns)] += 1;
+        }
+        let lat_ns = lat_ns - slat_ns.min(lat_ns);
         self.io_bytes += bytes;
         self.total_ios += 1;
         self.min_ns = self.min_ns.min(lat_ns);
@@ -149,15 +246,38 @@ impl DirStats {
         (self.m2 / (self.total_ios - 1) as f64).sqrt()
     }
 
-    /// fio's percentile: the midpoint of the first bucket where the
+    /// Submission latency (fio's `slat_ns`; n = 0 when the engine has none).
+    pub fn slat(&self) -> &Moments {
+        &self.slat
+    }
+
+    /// Total latency (fio's `lat_ns` = slat + clat).
+    pub fn lat(&self) -> &Moments {
+        &self.lat
+    }
+
+    /// fio's percentile of the total latency (`lat_percentiles=1`).
+    pub fn lat_percentile(&self, p: f64) -> u64 {
+        Self::hist_percentile(
+            self.lat_hist.as_deref().unwrap_or(&self.hist),
+            self.total_ios,
+            p,
+        )
+    }
+
+    /// fio's percentile (of clat): the midpoint of the first bucket where the
     /// cumulative count reaches `p`% of the I/Os (0 when there are none).
     pub fn percentile(&self, p: f64) -> u64 {
-        if self.total_ios == 0 {
+        Self::hist_percentile(&self.hist, self.total_ios, p)
+    }
+
+    fn hist_percentile(hist: &[u64], total_ios: u64, p: f64) -> u64 {
+        if total_ios == 0 {
             return 0;
         }
-        let want = (p / 100.0) * self.total_ios as f64;
+        let want = (p / 100.0) * total_ios as f64;
         let mut sum = 0u64;
-        for (i, &n) in self.hist.iter().enumerate() {
+        for (i, &n) in hist.iter().enumerate() {
             sum += n;
             if n > 0 && sum as f64 >= want {
                 return bucket_value(i);
@@ -210,6 +330,15 @@ impl DirStats {
         if other.total_ios == 0 {
             return;
         }
+        if self.lat_hist.is_some() || other.lat_hist.is_some() {
+            // a side without a lat histogram of its own has lat = clat
+            let mut mine = self.lat_hist.take().unwrap_or_else(|| self.hist.clone());
+            let theirs = other.lat_hist.as_deref().unwrap_or(&other.hist);
+            for (a, b) in mine.iter_mut().zip(theirs.iter()) {
+                *a += b;
+            }
+            self.lat_hist = Some(mine);
+        }
         let (na, nb) = (self.total_ios as f64, other.total_ios as f64);
         let n = na + nb;
         let d = other.mean_ns - self.mean_ns;
@@ -225,6 +354,8 @@ impl DirStats {
         for (a, b) in self.lat_dist.iter_mut().zip(other.lat_dist.iter()) {
             *a += b;
         }
+        self.slat.merge(&other.slat);
+        self.lat.merge(&other.lat);
         for (&w, &(b, n)) in &other.windows {
             let mine = self.windows.entry(w).or_default();
             mine.0 += b;

@@ -394,3 +394,49 @@ fn loops_repeat_a_pass_as_in_fio() {
     .unwrap();
     assert_eq!(run_jobs(&specs, 1).unwrap().jobs[0].read.io_bytes, 4 << 20);
 }
+
+#[test]
+fn libaio_reports_its_submission_latency_apart() {
+    // ZNS-Study's set-up: one zone at QD4 through mq-deadline
+    let j = run_file(
+        "[w]\nfilename=zn540-lbaf0\nioengine=libaio\nhost_stack=io-uring-mq-deadline\ndirect=1\nzonemode=zbd\nrw=write\nbs=4k\niodepth=4\nsize=1z\ntime_based=1\nruntime=20ms\n",
+    );
+    let w = &j["jobs"][0]["write"];
+    let slat = w["slat_ns"]["mean"].as_f64().unwrap();
+    let clat = w["clat_ns"]["mean"].as_f64().unwrap();
+    let lat = w["lat_ns"]["mean"].as_f64().unwrap();
+    assert_eq!(w["slat_ns"]["N"], w["total_ios"]);
+    // merged writes (io_submit only) and new requests: between 1.34 and 4.86 us
+    assert!(slat > 1340.0 && slat < 4860.0, "slat {slat}");
+    assert!(
+        (slat + clat - lat).abs() < 1.0,
+        "slat {slat} + clat {clat} != lat {lat}"
+    );
+    // psync has none
+    let j = run_file(
+        "[w]\nfilename=zn540-lbaf0\nioengine=psync\ndirect=1\nzonemode=zbd\nrw=write\nbs=4k\nsize=1z\nio_size=1m\n",
+    );
+    assert_eq!(j["jobs"][0]["write"]["slat_ns"]["N"], 0);
+}
+
+#[test]
+fn polled_jobs_share_the_cpus_they_are_allowed() {
+    // 4 SPDK random readers on 2 CPUs: two threads per CPU, 8 ms slices
+    // (CFS, 2 CPUs: 12 ms latency / 2 = 6 ms ideal -> the next 4 ms tick):
+    // half the reads of the same 4 jobs on 4 CPUs, and reads that wait a
+    // slice
+    let job = |cpus: &str| {
+        format!(
+            "[r]\nfilename=zn540\nioengine=spdk\ndirect=1\nzonemode=zbd\nrw=randread\nnorandommap=1\nbs=4k\nnumjobs=4\nsize=1z\noffset_increment=1z\nprecondition=fill\nzone_fill=1%\ncpus_allowed={cpus}\ntime_based=1\nruntime=64ms\n"
+        )
+    };
+    let four = run_file(&job("0-3"));
+    let two = run_file(&job("0,1"));
+    let iops = |j: &serde_json::Value| j["jobs"][0]["read"]["iops"].as_f64().unwrap();
+    let ratio = iops(&two) / iops(&four);
+    assert!((ratio - 0.5).abs() < 0.08, "ratio {ratio}");
+    let max_ms = two["jobs"][0]["read"]["lat_ns"]["max"].as_f64().unwrap() / 1e6;
+    assert!((6.0..=9.0).contains(&max_ms), "max lat {max_ms} ms");
+    let err = parse_job_file("[r]\nfilename=zn540\ncpus_allowed=3-1\n", "t.fio");
+    assert!(err.is_err(), "a backwards CPU range is an error");
+}

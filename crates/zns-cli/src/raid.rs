@@ -384,6 +384,10 @@ pub struct ReproZraidArgs {
     /// sittings.
     #[arg(long)]
     resume: bool,
+    /// RAID options for every array of figs. 7, 8, waf and 11, e.g.
+    /// `worker_ns=30000,worker_copy_ps=100,worker_xor_ps=70` (docs/raid.md)
+    #[arg(long)]
+    raid_options: Option<String>,
 }
 
 pub fn repro_zraid_cmd(a: ReproZraidArgs) -> Result<ExitCode, CliError> {
@@ -444,6 +448,10 @@ pub fn repro_zraid_cmd(a: ReproZraidArgs) -> Result<ExitCode, CliError> {
         figs,
         seed: a.seed,
         out_dir: a.out.clone(),
+        raid_options: match a.raid_options.as_deref() {
+            Some(o) if !o.is_empty() => format!(",{}", o.trim_start_matches(',')),
+            _ => String::new(),
+        },
     };
     let eta = a.eta;
     let show = eta.shown();

@@ -102,6 +102,15 @@ impl Ticket<'_> {
         }
     }
 
+    /// The writes of the group this ticket leads (itself and the merged
+    /// ones); 1 for a write that rode along.
+    pub(crate) fn bios(&self) -> u64 {
+        match &*self.slot.state.borrow() {
+            SlotState::Leader { followers, .. } => 1 + followers.len() as u64,
+            _ => 1,
+        }
+    }
+
     /// The leader tells the merged writes how the command went.
     pub(crate) fn publish(&self, result: DispatchResult) {
         let followers = match &mut *self.slot.state.borrow_mut() {

@@ -138,16 +138,28 @@ impl RaidArray {
         }
         let nlb = (data.len() / b) as u64;
         // the submission worker (one FIFO per zone, one for all with RAIZN)
-        let cost = inner.opts.worker_ns_per_write;
-        if cost > 0 {
-            let fifo = {
-                let st = inner.st.borrow();
-                match st.zones.zone_of(slba) {
-                    Some(_) if inner.opts.variant.single_fifo() => Some(0),
-                    Some(z) => Some(z as usize),
-                    None => None,
+        let (cost, fifo) = {
+            let st = inner.st.borrow();
+            let o = &inner.opts;
+            let zone = st.zones.zone_of(slba);
+            let mut cost = o.worker_ns_per_write;
+            if let Some(z) = zone {
+                if o.worker_copy_ps_per_byte > 0 || o.worker_xor_ps_per_byte > 0 {
+                    let off = slba.saturating_sub(inner.logical_zone_start(z));
+                    let xor = worker_xor_bytes(o.variant, &inner.layout, off, nlb) * b as u64;
+                    let ps = o.worker_copy_ps_per_byte.saturating_mul(data.len() as u64)
+                        + o.worker_xor_ps_per_byte.saturating_mul(xor);
+                    cost += ps / 1000;
                 }
+            }
+            let fifo = match zone {
+                Some(_) if o.variant.single_fifo() => Some(0),
+                Some(z) => Some(z as usize),
+                None => None,
             };
+            (cost, fifo)
+        };
+        if cost > 0 {
             if let Some(f) = fifo {
                 let now = inner.handle.now_ns();
                 let at = {
@@ -521,5 +533,72 @@ impl ZonedDevice for RaidArray {
             let _pass = self.inner.gate.enter().await;
             self.flush_impl().await
         })
+    }
+}
+
+/// Blocks a submission worker XORs for a logical write of `nlb` blocks at
+/// zone offset `off` (`RaidOptions::worker_xor_ps_per_byte`): per stripe the
+/// write touches, ZRAID and its ablation builds XOR the full parity of a
+/// stripe the write completes, otherwise the partial parity of chunks 0..k
+/// over the written part of the last chunk k (none inside the stripe's last
+/// data chunk); RAIZN and RAIZN+ XOR the whole stripe buffer.
+fn worker_xor_bytes(variant: crate::Variant, layout: &Layout, off: u64, nlb: u64) -> u64 {
+    let chunk = layout.chunk_lbas.max(1);
+    let stripe = layout.stripe_lbas().max(1);
+    let raizn = matches!(variant, crate::Variant::Raizn | crate::Variant::RaiznPlus);
+    let end = off.saturating_add(nlb);
+    let mut o = off;
+    let mut total = 0u64;
+    while o < end {
+        let s_end = (o / stripe + 1) * stripe;
+        let piece_end = end.min(s_end);
+        let k = ((piece_end - 1) % stripe) / chunk;
+        if raizn || piece_end == s_end {
+            total += stripe;
+        } else if k + 1 == layout.data_chunks() {
+            // inside the last data chunk: no partial parity (the full parity
+            // of the write that completes the stripe covers it)
+        } else {
+            let chunk_start = (piece_end - 1) / chunk * chunk;
+            total += (k + 1) * (piece_end - o.max(chunk_start));
+        }
+        o = piece_end;
+    }
+    total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Variant;
+
+    fn lay() -> Layout {
+        // 5 members, 64 KiB chunks of 4 KiB blocks: a stripe of 4 data chunks
+        Layout {
+            n: 5,
+            chunk_lbas: 16,
+            rows: 64,
+            h: 8,
+            zrwa_lbas: 256,
+            fg_lbas: 4,
+            lba_bytes: 4096,
+            member_zone_size: 2048,
+            member_zone_cap: 1024,
+        }
+    }
+
+    #[test]
+    fn worker_xor_per_design() {
+        let l = lay();
+        // 16 KiB writes over one stripe: partial parity of chunks 0..k in the
+        // first three chunks, none in the last, the full parity once
+        let zraid: u64 = (0..16)
+            .map(|i| worker_xor_bytes(Variant::Zraid, &l, i * 4, 4))
+            .sum();
+        assert_eq!(zraid, 4 * 4 * (1 + 2 + 3) + 64);
+        assert_eq!(zraid * 10 / (16 * 4), 25); // 2.5 × the data
+                                               // RAIZN(+) XOR the whole stripe for every write
+        assert_eq!(worker_xor_bytes(Variant::RaiznPlus, &l, 4, 4), 64);
+        assert_eq!(worker_xor_bytes(Variant::Raizn, &l, 60, 8), 128);
     }
 }

@@ -176,6 +176,21 @@ pub(crate) async fn pp_append(
         }
         Payload::Bytes(v) => std::borrow::Cow::Owned(v),
     };
+    let hold = inner.opts.pp_mutex_ns;
+    if hold > 0 {
+        // the member's metadata mutex (`raizn_md_lba`), shared by every zone
+        let now = inner.handle.now_ns();
+        let at = {
+            let mut st = inner.st.borrow_mut();
+            let v = &mut st.pp_mutex_free_ns;
+            if v.len() <= dev as usize {
+                v.resize(dev as usize + 1, 0);
+            }
+            v[dev as usize] = v[dev as usize].max(now) + hold;
+            v[dev as usize]
+        };
+        inner.handle.sleep_until(at).await;
+    }
     log_append(inner, LogZone::Pp, dev, &data).await?;
     let mut st = inner.st.borrow_mut();
     st.stats.pp_log_blocks += (data.len() / b) as u64 - header_blocks;

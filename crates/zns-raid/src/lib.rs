@@ -219,6 +219,21 @@ pub struct RaidOptions {
     /// copying, parity). Work of zones sharing a FIFO is serial: RAIZN's one
     /// work queue is its bottleneck, RAIZN+ and the others have one per zone.
     pub worker_ns_per_write: u64,
+    /// Picoseconds per byte of a logical write the worker copies into the
+    /// stripe buffer (every design). Default 0 (issue 16: a per-design,
+    /// size-dependent worker cost, tried and measured in docs/raid.md).
+    pub worker_copy_ps_per_byte: u64,
+    /// Picoseconds per byte the worker XORs: ZRAID and its ablation builds
+    /// the partial parity of the chunks written so far in the stripe
+    /// (`calc_parity`, chunks 0..k over the written range) or the full
+    /// parity of a stripe it completes; RAIZN and RAIZN+ the whole stripe
+    /// buffer for every stripe a write touches (`raizn_stripe_buffer_parity`,
+    /// `raizn_bio_parity`). Default 0.
+    pub worker_xor_ps_per_byte: u64,
+    /// Host time a PP-log append holds its member's metadata mutex
+    /// (`raizn_md_lba`), shared by every zone: the out-of-place designs'
+    /// PP appends to one member are serial. Default 0.
+    pub pp_mutex_ns: u64,
     /// Timing only: skip the bytes. Data and parity sub-I/Os carry zero-filled
     /// blocks of the sizes they would have, the stripe buffers and running
     /// parity are not kept, and partial parity records hold zeros; the member
@@ -237,6 +252,9 @@ impl Default for RaidOptions {
             variant: Variant::Zraid,
             progress_per_write: false,
             worker_ns_per_write: DEFAULT_WORKER_NS_PER_WRITE,
+            worker_copy_ps_per_byte: 0,
+            worker_xor_ps_per_byte: 0,
+            pp_mutex_ns: 0,
             timing_only: false,
         }
     }

@@ -252,6 +252,7 @@ fn new_inner(
                 n
             ],
             fifo_free_ns: vec![0; zcount.max(1)],
+            pp_mutex_free_ns: Vec::new(),
             member_active_zones: 0,
         }),
         wake: Notify::new(),

@@ -192,6 +192,9 @@ pub(crate) struct State {
     /// When each submission FIFO is free again (virtual ns): one per
     /// logical zone, or a single one for RAIZN.
     pub fifo_free_ns: Vec<u64>,
+    /// When each member's PP-log append mutex is free again (virtual ns;
+    /// `RaidOptions::pp_mutex_ns`), grown on first use.
+    pub pp_mutex_free_ns: Vec<u64>,
     /// Logical zones whose member zones hold an active resource. It runs
     /// ahead of the logical zone states: a zone full by its last write, or
     /// being reset, holds its member zones until the ZRWA manager, the

@@ -51,12 +51,14 @@ fn profiles_deserialize_validate_and_round_trip() {
     assert_eq!(zn.zone_capacity_bytes, 275_712 * 4 * KIB);
     // same controller and flash, another namespace layout; what differs is
     // ZNS-Study's set-up (its flash-read offset, the spread of its queued
-    // writes: docs/timing-model.md)
+    // writes, its libaio submissions: docs/timing-model.md)
     let cns = profile("zn540-cns");
     assert_eq!(
         TimingProfile {
             read_flash_extra_ns: zn.read_flash_extra_ns,
             write_queue_reorder_ppm: zn.write_queue_reorder_ppm,
+            host_libaio_submit_ns: zn.host_libaio_submit_ns,
+            host_mq_deadline_request_ns: zn.host_mq_deadline_request_ns,
             ..cns
         },
         zn

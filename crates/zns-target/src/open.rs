@@ -347,6 +347,16 @@ impl Devices {
         }
     }
 
+    /// The timing parameters of the device `name` when it is one emulated
+    /// controller (not an array, not a real device): what a client's host
+    /// side (fio's engine) needs to know of the host stack's costs.
+    pub fn timing(&self, name: &str) -> Option<&zns_sim::timing::TimingProfile> {
+        match self.opened.get(name)? {
+            OpenedDevice::Controller(c) => Some(&c.profile().timing),
+            _ => None,
+        }
+    }
+
     /// Every emulated controller of the run, RAID members included.
     pub fn controllers(&self) -> impl Iterator<Item = &Controller> {
         self.opened.values().flat_map(|d| d.controllers())

@@ -221,9 +221,24 @@ impl std::str::FromStr for RaidSpec {
                             .parse()
                             .map_err(|_| spec(format!("worker_ns={v}: not a number of ns")))?
                     }
+                    "pp_mutex_ns" => {
+                        options.pp_mutex_ns = v
+                            .parse()
+                            .map_err(|_| spec(format!("pp_mutex_ns={v}: not a number of ns")))?
+                    }
+                    "worker_copy_ps" | "worker_xor_ps" => {
+                        let n = v
+                            .parse()
+                            .map_err(|_| spec(format!("{k}={v}: not a number of ps per byte")))?;
+                        if k == "worker_copy_ps" {
+                            options.worker_copy_ps_per_byte = n;
+                        } else {
+                            options.worker_xor_ps_per_byte = n;
+                        }
+                    }
                     other => {
                         return Err(spec(format!(
-                            "unknown RAID option {other:?} (options: variant, chunk, policy, stack, aggregate, worker_ns)"
+                            "unknown RAID option {other:?} (options: variant, chunk, policy, stack, aggregate, worker_ns, worker_copy_ps, worker_xor_ps, pp_mutex_ns)"
                         )))
                     }
                 }

@@ -19,8 +19,10 @@
 //!
 //! Waiting (for a zone to drain, a reset, an open-zone slot, flow control)
 //! uses one run-wide `Notify` woken at every state change; rate limits sleep
-//! until the exact virtual instant. Latency is submit→complete in virtual ns
-//! (no separate submission latency: clat = lat).
+//! until the exact virtual instant. Latency is submit→complete in virtual ns;
+//! `host` adds what fio's thread does that the device does not see (libaio's
+//! submission latency, slat, which clat leaves out; polled jobs sharing too
+//! few CPUs).
 //!
 //! This module holds the run loop, a job's state and its data-I/O worker;
 //! `validate` checks a job against its device before the run, `zbd` holds
@@ -43,6 +45,7 @@ use crate::job::{Ddir, HostStack, JobSpec, Precondition, Rw, ZoneMode, ZoneOp};
 use crate::randmap::BlockPermutation;
 use crate::stats::DirStats;
 
+mod host;
 mod validate;
 mod verify_pass;
 mod zbd;
@@ -279,6 +282,9 @@ pub fn run_jobs_interruptible(
             validate(spec, &target, &geo).map_err(&setup)?;
             let zbd_key = format!("{fname}#{}", spec.nsid.unwrap_or(0));
             let zbd = shared.zbd_for(&zbd_key, spec, &geo);
+            let slat = (spec.ioengine == crate::job::IoEngine::Libaio)
+                .then(|| devices.timing(&fname).map(|t| host::Slat::new(t, stack)))
+                .flatten();
             for clone in 0..spec.numjobs.max(1) {
                 let (start, len) = job_range(spec, &geo, clone).map_err(&setup)?;
                 let rng = match spec.randseed {
@@ -296,6 +302,24 @@ pub fn run_jobs_interruptible(
                     len,
                     rng,
                 ));
+                if let Some(r) = runs.last() {
+                    r.slat.set(slat);
+                }
+            }
+        }
+        // Polled jobs (SPDK) never sleep: those sharing a cpus_allowed set
+        // with more of them than CPUs take turns on the CPUs.
+        let mut polled: BTreeMap<Vec<u32>, Vec<usize>> = BTreeMap::new();
+        for (i, r) in runs.iter().enumerate() {
+            if let (crate::job::IoEngine::Spdk, Some(cpus)) =
+                (r.spec.ioengine, &r.spec.cpus_allowed)
+            {
+                polled.entry(cpus.clone()).or_default().push(i);
+            }
+        }
+        for (cpus, idx) in &polled {
+            for (&i, share) in idx.iter().zip(host::share_cpus(cpus.len(), idx.len())) {
+                runs[i].cpu.set(share);
             }
         }
         check_disjoint_zone_writers(&runs)?;
@@ -561,6 +585,10 @@ struct ZoneCursor {
     /// LBAs readable (write pointer at job start, raised by completed writes).
     readable: u64,
     inflight: u32,
+    /// libaio under mq-deadline: since when a request of this job waits in
+    /// the scheduler (the zone is write-locked); later writes merge into it
+    /// until a later completion dispatches it.
+    sched_queued_at: Option<u64>,
     /// A reset / finish / open / flush of this zone is in flight.
     busy: bool,
     /// Holds an open-zone slot for this job.
@@ -661,6 +689,13 @@ struct JobRun {
     measure_from: Cell<u64>,
     deadline: Cell<u64>,
     abort: Cell<bool>,
+    /// libaio: the submission latency model (None: no slat).
+    slat: Cell<Option<host::Slat>>,
+    /// A polled job's thread sharing its CPU (None: always on a CPU).
+    cpu: Cell<Option<host::CpuShare>>,
+    /// When the job's thread is done with its last submission (libaio: one
+    /// thread makes its io_submit calls one after another).
+    thread_free_ns: Cell<u64>,
 }
 
 fn op_key(op: ZoneOp) -> &'static str {
@@ -749,6 +784,9 @@ impl JobRun {
             measure_from: Cell::new(0),
             deadline: Cell::new(u64::MAX),
             abort: Cell::new(false),
+            slat: Cell::new(None),
+            cpu: Cell::new(None),
+            thread_free_ns: Cell::new(0),
         })
     }
 
@@ -995,6 +1033,7 @@ impl JobRun {
                         next: written,
                         readable: written,
                         inflight: 0,
+                        sched_queued_at: None,
                         busy: false,
                         open: false,
                         zrwa: false,
@@ -1121,7 +1160,12 @@ impl JobRun {
         let think = self.spec.thinktime.as_nanos() as u64;
         loop {
             let step = self.next_step();
-            let submit = self.handle.now_ns();
+            let (submit, slat) = match &step {
+                Step::Read(..) => self.host_submit(false, usize::MAX).await,
+                Step::Trim(..) | Step::Append(..) => self.host_submit(true, usize::MAX).await,
+                Step::Write(_, _, zi) => self.host_submit(true, *zi).await,
+                _ => (self.handle.now_ns(), 0),
+            };
             match step {
                 Step::Done => return Ok(()),
                 Step::WaitChange => {
@@ -1134,8 +1178,9 @@ impl JobRun {
                 }
                 Step::Read(slba, n) => {
                     let r = self.target.read(slba, &mut buf[..n as usize]).await;
+                    self.host_complete().await;
                     let ok = r.is_ok();
-                    self.record(Ddir::Read, n, slba, submit, r);
+                    self.record(Ddir::Read, n, slba, submit, slat, r);
                     if let (true, Some(kind)) = (ok, self.spec.verify) {
                         self.check_verified(&buf[..n as usize], kind, slba * self.lba);
                         // a bad block ends the job, as in fio
@@ -1146,13 +1191,22 @@ impl JobRun {
                 }
                 Step::Trim(slba, n) => {
                     let r = self.target.discard(slba, n / self.lba).await;
-                    self.record(Ddir::Trim, n, slba, submit, r);
+                    self.host_complete().await;
+                    self.record(Ddir::Trim, n, slba, submit, slat, r);
                 }
                 Step::Write(slba, n, zi) => {
                     self.fill_verified(&mut buf[..n as usize], Some(slba * self.lba));
                     let r = self.target.write(slba, &buf[..n as usize]).await;
+                    if let Some(z) = self.st.borrow_mut().zones.get_mut(zi) {
+                        // a completion after the request queued dispatches it
+                        let now = self.handle.now_ns();
+                        if z.sched_queued_at.is_some_and(|t| now > t) {
+                            z.sched_queued_at = None;
+                        }
+                    }
+                    self.host_complete().await;
                     let ok = r.is_ok();
-                    self.record(Ddir::Write, n, slba, submit, r);
+                    self.record(Ddir::Write, n, slba, submit, slat, r);
                     if ok {
                         self.remember_written(slba * self.lba, n);
                     }
@@ -1169,8 +1223,9 @@ impl JobRun {
                     // (logged at the LBA the device assigned)
                     let slba = *r.as_ref().unwrap_or(&zslba);
                     let r = r.map(|_| ());
+                    self.host_complete().await;
                     let ok = r.is_ok();
-                    self.record(Ddir::Write, n, slba, submit, r);
+                    self.record(Ddir::Write, n, slba, submit, slat, r);
                     if ok {
                         self.remember_written(slba * self.lba, n);
                         self.zone_write_done(zi, n / self.lba).await?;
@@ -1216,7 +1271,64 @@ impl JobRun {
         }
     }
 
-    fn record(&self, dir: Ddir, bytes: u64, slba: u64, submit: u64, res: Result<(), NvmeError>) {
+    /// The host side before an I/O reaches the device: a polled job's thread
+    /// must be on a CPU, and libaio's io_submit takes its time on the job's
+    /// thread, one call after another. Returns when the I/O started (fio's
+    /// start of lat) and its slat.
+    async fn host_submit(&self, write: bool, zi: usize) -> (u64, u64) {
+        let mut now = self.handle.now_ns();
+        if let Some(cpu) = self.cpu.get() {
+            let on = cpu.next_on(now);
+            if on > now {
+                self.handle.sleep_until(on).await;
+                now = on;
+            }
+        }
+        let Some(slat) = self.slat.get() else {
+            return (now, 0);
+        };
+        let (before_ns, slat_ns) = {
+            let mut st = self.st.borrow_mut();
+            match st.zones.get_mut(zi) {
+                Some(z) => {
+                    let r = slat.of(write, z.inflight, z.sched_queued_at.is_some());
+                    if slat.queues(write, z.inflight) && z.sched_queued_at.is_none() {
+                        z.sched_queued_at = Some(now);
+                    }
+                    r
+                }
+                None => slat.of(write, 0, false),
+            }
+        };
+        let start = now.max(self.thread_free_ns.get());
+        self.thread_free_ns.set(start + before_ns);
+        if start + before_ns > now {
+            self.handle.sleep_until(start + before_ns).await;
+        }
+        (start, slat_ns)
+    }
+
+    /// A polled job sees a completion only when its thread runs.
+    async fn host_complete(&self) {
+        if let Some(cpu) = self.cpu.get() {
+            let now = self.handle.now_ns();
+            let on = cpu.next_on(now);
+            if on > now {
+                self.handle.sleep_until(on).await;
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn record(
+        &self,
+        dir: Ddir,
+        bytes: u64,
+        slba: u64,
+        submit: u64,
+        slat_ns: u64,
+        res: Result<(), NvmeError>,
+    ) {
         let now = self.handle.now_ns();
         match dir {
             Ddir::Read => self.shared.read_ios.set(self.shared.read_ios.get() + 1),
@@ -1242,7 +1354,7 @@ impl JobRun {
             Ddir::Write => &mut st.write,
             Ddir::Trim => &mut st.trim,
         };
-        d.add(bytes, now - submit, since);
+        d.add_split(bytes, slat_ns, now - submit, since);
         if self.spec.logs.any() {
             st.io_log.push(crate::iolog::LoggedIo {
                 done_ns: since,

@@ -39,7 +39,7 @@ impl JobRun {
                     let block = &mut buf[..bytes as usize];
                     let r = me.target.read(slba, block).await;
                     let ok = r.is_ok();
-                    me.record(Ddir::Read, bytes, slba, submit, r);
+                    me.record(Ddir::Read, bytes, slba, submit, 0, r);
                     if !ok {
                         // (the job's report carries the I/O error)
                         return Ok(());

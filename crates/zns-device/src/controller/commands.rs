@@ -130,7 +130,14 @@ impl Controller {
                     // The device may have lost power while this write waited.
                     let r = match self.admit() {
                         Ok(now_epoch) if now_epoch == epoch => {
+                            // the host completes the request's bios one by
+                            // one before it frees the request and unlocks
+                            // the zone (`host_mq_deadline_bio_complete_ns`)
+                            let per_bio =
+                                self.inner.profile.timing.host_mq_deadline_bio_complete_ns;
+                            let bios = ticket.bios();
                             self.dispatch_zoned_write(ns, slba, total_nlb, None, fua)
+                                .map(|d| d.saturating_add(per_bio.saturating_mul(bios)))
                         }
                         Ok(_) => Err(NvmeError::injected(NvmeStatus::AbortedPowerLoss)),
                         Err(e) => Err(e),

@@ -129,6 +129,26 @@ pub struct TimingProfile {
     /// the write's cost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_io_uring_mq_deadline_read_complete_ns: Option<u64>,
+    /// fio's libaio engine: host time of `io_submit` before the command
+    /// enters the host stack (syscall, iocb, bio), paid by the job's thread
+    /// and counted in fio's slat (with the stack's submit cost when the
+    /// command is dispatched inside the call). Not a device cost: the
+    /// set-up's (ZNS-Study: 1340, the slat of a write that merges into a
+    /// queued request). Default 0.
+    #[serde(default)]
+    pub host_libaio_submit_ns: u64,
+    /// mq-deadline: host time of a write that becomes a new request of the
+    /// scheduler (allocation, insertion into the zone's sorted queue) rather
+    /// than merging into a queued one; in fio's slat with libaio. Default 0.
+    #[serde(default)]
+    pub host_mq_deadline_request_ns: u64,
+    /// mq-deadline: host time to complete each write (bio) of a dispatched,
+    /// possibly merged, request before the request is freed and its zone
+    /// unlocked: every write of the group completes, and the zone's next
+    /// dispatch happens, that much later per write in the group (the zone
+    /// device layer applies it). Default 0.
+    #[serde(default)]
+    pub host_mq_deadline_bio_complete_ns: u64,
 
     // ------------------------------------------------------------- controller
     /// Command front end (fetch, decode): one serial FIFO shared by every
@@ -161,6 +181,13 @@ pub struct TimingProfile {
     /// Write engine: extra occupancy of a write smaller than one host granule
     /// (0 on a 4 KiB LBA format; large on the 512 B format).
     pub write_engine_small_extra_ns: u64,
+    /// Writes pay per granule of the LBA range they touch, and the
+    /// sub-granule extra when their first or last granule is partial (the
+    /// granule is a mapping unit of the LBA format: the 512 B format's
+    /// read-modify-write); otherwise by size alone (`ceil(bytes / granule)`,
+    /// the extra below one granule). Default false.
+    #[serde(default)]
+    pub write_granules_by_lba: bool,
     /// The part of `write_engine_small_extra_ns` the write engine spends
     /// after the write is admitted to the buffer (background work of a
     /// sub-granule write that the completion does not wait for, but that
@@ -358,6 +385,20 @@ fn nonzero(name: &str, v: u64) -> Result<(), String> {
 }
 
 impl TimingProfile {
+    /// The host stack's submission-side cost of a command (what the model
+    /// charges before the front end): reads under mq-deadline may cost less
+    /// than writes.
+    pub fn host_submit_ns(&self, stack: HostStack, read: bool) -> u64 {
+        match stack {
+            HostStack::Spdk => self.host_spdk_submit_ns,
+            HostStack::IoUringNone => self.host_io_uring_none_submit_ns,
+            HostStack::IoUringMqDeadline if read => self
+                .host_io_uring_mq_deadline_read_submit_ns
+                .unwrap_or(self.host_io_uring_mq_deadline_submit_ns),
+            HostStack::IoUringMqDeadline => self.host_io_uring_mq_deadline_submit_ns,
+        }
+    }
+
     /// Total dies.
     pub fn total_dies(&self) -> u32 {
         self.channels.saturating_mul(self.dies_per_channel)
@@ -559,7 +600,7 @@ impl TimingProfile {
         Ok(())
     }
 
-    fn time_fields(&self) -> [(&'static str, u64); 42] {
+    fn time_fields(&self) -> [(&'static str, u64); 45] {
         [
             ("host_spdk_submit_ns", self.host_spdk_submit_ns),
             ("host_spdk_complete_ns", self.host_spdk_complete_ns),
@@ -586,6 +627,15 @@ impl TimingProfile {
             (
                 "host_io_uring_mq_deadline_read_complete_ns",
                 self.host_io_uring_mq_deadline_read_complete_ns.unwrap_or(0),
+            ),
+            ("host_libaio_submit_ns", self.host_libaio_submit_ns),
+            (
+                "host_mq_deadline_request_ns",
+                self.host_mq_deadline_request_ns,
+            ),
+            (
+                "host_mq_deadline_bio_complete_ns",
+                self.host_mq_deadline_bio_complete_ns,
             ),
             ("frontend_ns", self.frontend_ns),
             ("write_engine_ns", self.write_engine_ns),
