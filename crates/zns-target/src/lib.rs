@@ -29,7 +29,10 @@
 //!   none for the others),
 //! - `aggregate=K`: each member presents K of its zones as one, interleaved
 //!   by its ZRWA size (the ZRAID paper's PM1731a setup, §6.5),
-//! - `worker_ns=N`: host ns a submission worker spends per logical write.
+//! - `worker_ns=N`: host ns a submission worker spends per logical write;
+//!   `worker_copy_ps`, `worker_xor_ps` (ps per byte copied and XORed) and
+//!   `pp_mutex_ns` (a per-member lock each partial-parity log append holds):
+//!   the per-design worker cost of docs/raid.md, 0 by default.
 //!
 //! Example: `raid:5xzn540,variant=raizn+,chunk=64k`.
 //!
