@@ -293,7 +293,7 @@ impl Profile {
         }
         self.timing
             .validate()
-            .map_err(|m| invalid("timing".into(), m))?;
+            .map_err(|m| invalid("timing".into(), m.0))?;
         for (i, ns) in self.namespaces.iter().enumerate() {
             if let NamespaceProfile::Conventional(c) = ns {
                 c.ftl_geometry(&self.timing)

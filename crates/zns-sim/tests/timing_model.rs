@@ -151,7 +151,7 @@ fn validation_names_the_field() {
         let mut p = base.clone();
         f(&mut p);
         let err = p.validate().unwrap_err();
-        assert!(err.contains(field), "{field}: {err}");
+        assert!(err.0.contains(field), "{field}: {err}");
         assert!(FlashArray::new(&p).is_err());
     }
 }
@@ -1114,5 +1114,6 @@ fn small_write_background_work_holds_the_engine_not_the_completion() {
     assert!(bad
         .validate()
         .unwrap_err()
+        .0
         .contains("write_engine_small_background_ns"));
 }

@@ -3,7 +3,7 @@
 
 use super::buffer::{splitmix64, ActivityMeter, WriteBuffer};
 use super::flash::{Channel, Die, Rate};
-use super::profile::{HostStack, TimingProfile, ZrwaMedium};
+use super::profile::{HostStack, InvalidTimingProfile, TimingProfile, ZrwaMedium};
 use super::readahead::{Lookup, StreamTable, RING};
 
 /// One command as the timing model sees it. Offsets are bytes relative to the
@@ -223,7 +223,7 @@ pub struct FlashArray {
 
 impl FlashArray {
     /// Builds the model; fails with the validation message of a bad profile.
-    pub fn new(profile: &TimingProfile) -> Result<FlashArray, String> {
+    pub fn new(profile: &TimingProfile) -> Result<FlashArray, InvalidTimingProfile> {
         profile.validate()?;
         let p = profile.clone();
         let total = u64::from(p.total_dies());

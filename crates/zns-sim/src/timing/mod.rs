@@ -38,4 +38,4 @@ mod profile;
 mod readahead;
 
 pub use array::{FlashArray, FtlPlace, FtlProgram, MediaOp, NamespaceKind};
-pub use profile::{HostStack, TimingProfile, ZrwaMedium};
+pub use profile::{HostStack, InvalidTimingProfile, TimingProfile, ZrwaMedium};

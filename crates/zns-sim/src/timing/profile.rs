@@ -376,6 +376,19 @@ pub struct TimingProfile {
     pub seed: u64,
 }
 
+/// A timing profile that cannot drive the model; the message names the
+/// field (`timing.channels must be > 0`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidTimingProfile(pub String);
+
+impl std::fmt::Display for InvalidTimingProfile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for InvalidTimingProfile {}
+
 fn nonzero(name: &str, v: u64) -> Result<(), String> {
     if v == 0 {
         Err(format!("timing.{name} must be > 0"))
@@ -423,7 +436,11 @@ impl TimingProfile {
     }
 
     /// Checks the profile; the error names the offending field.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), InvalidTimingProfile> {
+        self.check().map_err(InvalidTimingProfile)
+    }
+
+    fn check(&self) -> Result<(), String> {
         nonzero("channels", u64::from(self.channels))?;
         nonzero("dies_per_channel", u64::from(self.dies_per_channel))?;
         nonzero("planes_per_die", u64::from(self.planes_per_die))?;
