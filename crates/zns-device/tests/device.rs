@@ -2,6 +2,9 @@
 //! figures that prove the timing model, determinism, mq-deadline merging,
 //! namespaces sharing the flash, profiles and overrides, faults.
 
+#[path = "support/ctrl.rs"]
+mod test_ctrl;
+
 use std::cell::RefCell;
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
@@ -11,7 +14,7 @@ use rand::Rng;
 use zns_core::{
     BlockDevice, IoFlags, NvmeStatus, ReportFilter, ZoneAction, ZoneSendCmd, ZoneState, ZonedDevice,
 };
-use zns_device::{Controller, ControllerOptions, EmulatedZns, Profile, StoreKind};
+use zns_device::{ControllerOptions, EmulatedZns, Profile, StoreKind};
 use zns_sim::timing::HostStack;
 use zns_sim::Runtime;
 
@@ -80,15 +83,12 @@ fn zn540_qd1_8k_append_spdk_is_14_02_us() {
 fn workload_trace_hash(seed: u64) -> u64 {
     let mut rt = Runtime::new(seed);
     let h = rt.handle();
-    let ctrl = Controller::new(
+    let ctrl = test_ctrl::open(
         &h,
         Profile::builtin("tiny").unwrap(),
-        ControllerOptions {
-            store: StoreKind::Memory,
-            host_stack: HostStack::Spdk,
-        },
-    )
-    .unwrap();
+        StoreKind::Memory,
+        HostStack::Spdk,
+    );
     let dev = ctrl.first_zoned().unwrap();
     let events = Rc::new(RefCell::new(Vec::<(u64, u32, u64, u16)>::new()));
     let mut tasks = Vec::new();
@@ -138,15 +138,12 @@ fn same_seed_gives_bit_identical_runs_and_another_seed_differs() {
 fn mq_deadline_merges_queued_writes_to_one_zone() {
     let mut rt = Runtime::new(3);
     let h = rt.handle();
-    let ctrl = Controller::new(
+    let ctrl = test_ctrl::open(
         &h,
         Profile::builtin("zn540").unwrap(),
-        ControllerOptions {
-            store: StoreKind::Memory,
-            host_stack: HostStack::IoUringMqDeadline,
-        },
-    )
-    .unwrap();
+        StoreKind::Memory,
+        HostStack::IoUringMqDeadline,
+    );
     let dev = ctrl.first_zoned().unwrap();
     // 32 writes to zone 0 outstanding at once: one dispatches, the others queue and merge.
     let mut tasks = Vec::new();
@@ -196,12 +193,7 @@ fn conventional_traffic_slows_the_zoned_namespace_on_the_same_flash() {
     fn zoned_read_mean_us(with_conventional_load: bool) -> f64 {
         let mut rt = Runtime::new(5);
         let h = rt.handle();
-        let ctrl = Controller::new(
-            &h,
-            Profile::builtin("zn540-cns").unwrap(),
-            ControllerOptions::default(),
-        )
-        .unwrap();
+        let ctrl = test_ctrl::open_default(&h, Profile::builtin("zn540-cns").unwrap());
         let conv = ctrl.conventional(1).expect("nsid 1 is conventional");
         let zns = ctrl.zoned(2).expect("nsid 2 is zoned");
         let stop = Rc::new(std::cell::Cell::new(false));
@@ -340,15 +332,12 @@ fn malformed_profiles_are_rejected_naming_the_field() {
 #[test]
 fn failed_device_and_injected_read_errors_are_marked_injected() {
     let mut rt = Runtime::new(9);
-    let ctrl = Controller::new(
+    let ctrl = test_ctrl::open(
         &rt.handle(),
         Profile::builtin("tiny").unwrap(),
-        ControllerOptions {
-            store: StoreKind::Memory,
-            host_stack: HostStack::Spdk,
-        },
-    )
-    .unwrap();
+        StoreKind::Memory,
+        HostStack::Spdk,
+    );
     let dev = ctrl.first_zoned().unwrap();
     let buf = vec![1u8; 8192];
     rt.block_on(dev.write(0, &buf, IoFlags::NONE)).unwrap();
@@ -399,12 +388,7 @@ fn buffers_that_are_not_whole_blocks_are_invalid_field() {
 #[test]
 fn store_less_reads_zero_the_buffer_unless_told_not_to() {
     let mut rt = Runtime::new(1);
-    let ctrl = Controller::new(
-        &rt.handle(),
-        Profile::builtin("zn540").unwrap(),
-        ControllerOptions::default(),
-    )
-    .unwrap();
+    let ctrl = test_ctrl::open_default(&rt.handle(), Profile::builtin("zn540").unwrap());
     let z = (1..=ctrl.namespace_count())
         .find_map(|n| ctrl.zoned(n))
         .unwrap();

@@ -2,6 +2,9 @@
 //! consistency, reads return what was written / zeros after TRIM), GC
 //! slowing host writes, and the stats API.
 
+#[path = "support/ctrl.rs"]
+mod test_ctrl;
+
 use std::collections::HashMap;
 
 use proptest::prelude::*;
@@ -23,15 +26,7 @@ fn tiny_ftl_with(rt: &Runtime, store: StoreKind, allocation: &str) -> EmulatedCo
             allocation.to_string(),
         )])
         .unwrap();
-    let ctrl = Controller::new(
-        &rt.handle(),
-        profile,
-        ControllerOptions {
-            store,
-            host_stack: HostStack::Spdk,
-        },
-    )
-    .unwrap();
+    let ctrl = test_ctrl::open(&rt.handle(), profile, store, HostStack::Spdk);
     ctrl.conventional(1).unwrap()
 }
 
@@ -184,12 +179,7 @@ fn gc_slows_host_writes_and_counts_device_waf() {
     );
     // Not an FTL namespace: no stats.
     let rt2 = Runtime::new(1);
-    let z = Controller::new(
-        &rt2.handle(),
-        Profile::builtin("zn540-cns").unwrap(),
-        ControllerOptions::default(),
-    )
-    .unwrap();
+    let z = test_ctrl::open_default(&rt2.handle(), Profile::builtin("zn540-cns").unwrap());
     assert!(z.ftl_stats(1).is_none() && z.ftl_stats(2).is_none());
 }
 
@@ -233,7 +223,7 @@ fn idle_then_burst(idle_gc: bool) -> (f64, u64, u64) {
             ])
             .unwrap();
     }
-    let ctrl = Controller::new(&rt.handle(), profile, ControllerOptions::default()).unwrap();
+    let ctrl = test_ctrl::open_default(&rt.handle(), profile);
     let dev = ctrl.conventional(1).unwrap();
     let h = rt.handle();
     let cap = dev.capacity_lbas();

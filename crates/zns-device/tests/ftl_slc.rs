@@ -6,11 +6,14 @@
 //! programs and folds as flash writes — plus the device path (reads of SLC
 //! data, fold work, parameter checks). docs/ftl.md.
 
+#[path = "support/ctrl.rs"]
+mod test_ctrl;
+
 use std::collections::HashMap;
 
 use zns_core::{BlockDevice, IoFlags};
 use zns_device::ftl::{FoldPolicy, Ftl, FtlConfig, FtlEffects, SlcCacheConfig, VictimPolicy};
-use zns_device::{Controller, ControllerOptions, Profile, StoreKind};
+use zns_device::{Profile, StoreKind};
 use zns_sim::timing::HostStack;
 use zns_sim::Runtime;
 
@@ -264,15 +267,7 @@ fn tiny_slc(rt: &Runtime, fold: &str) -> zns_device::EmulatedConventionalNs {
         .unwrap()
         .with_overrides(&o)
         .unwrap();
-    let ctrl = Controller::new(
-        &rt.handle(),
-        profile,
-        ControllerOptions {
-            store: StoreKind::Memory,
-            host_stack: HostStack::Spdk,
-        },
-    )
-    .unwrap();
+    let ctrl = test_ctrl::open(&rt.handle(), profile, StoreKind::Memory, HostStack::Spdk);
     ctrl.conventional(1).unwrap()
 }
 

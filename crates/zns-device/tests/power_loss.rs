@@ -2,6 +2,9 @@
 //! every write acknowledged with FUA or followed by a completed flush reads back
 //! intact, and nothing beyond the reported write pointers is claimed.
 
+#[path = "support/ctrl.rs"]
+mod test_ctrl;
+
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -9,7 +12,7 @@ use rand::Rng;
 use zns_core::{IoFlags, ReportFilter, ZoneState, ZonedDevice};
 use zns_device::store::stamp;
 use zns_device::trace::fill_stamps;
-use zns_device::{Controller, ControllerOptions, Profile, StoreKind};
+use zns_device::{Controller, Profile, StoreKind};
 use zns_sim::timing::HostStack;
 use zns_sim::Runtime;
 
@@ -32,15 +35,7 @@ fn run_trial(seed: u64, store: StoreKind) -> (u64, u64) {
     let mut rt = Runtime::new(seed);
     let handle = rt.handle();
     let profile = Profile::builtin("tiny").unwrap();
-    let ctrl = Controller::new(
-        &handle,
-        profile,
-        ControllerOptions {
-            store,
-            host_stack: HostStack::Spdk,
-        },
-    )
-    .unwrap();
+    let ctrl = test_ctrl::open(&handle, profile, store, HostStack::Spdk);
     let dev = ctrl.first_zoned().unwrap();
     let cfg = dev.config().clone();
     let lba_bytes = cfg.lba_bytes as usize;
@@ -198,12 +193,7 @@ fn power_cut_with_the_none_store_keeps_write_pointers_at_least_durable() {
 #[test]
 fn commands_fail_while_powered_off_and_work_after_power_on() {
     let mut rt = Runtime::new(7);
-    let ctrl = Controller::new(
-        &rt.handle(),
-        Profile::builtin("tiny").unwrap(),
-        ControllerOptions::default(),
-    )
-    .unwrap();
+    let ctrl = test_ctrl::open_default(&rt.handle(), Profile::builtin("tiny").unwrap());
     let dev = ctrl.first_zoned().unwrap();
     let mut buf = vec![0u8; 4096];
     fill_stamps(&mut buf, 4096, 1);
@@ -231,15 +221,7 @@ fn zrwa_zone_on(
         .unwrap()
         .with_overrides(&overrides)
         .unwrap();
-    let ctrl = Controller::new(
-        &rt.handle(),
-        profile,
-        ControllerOptions {
-            store: StoreKind::Stamp,
-            host_stack: HostStack::Spdk,
-        },
-    )
-    .unwrap();
+    let ctrl = test_ctrl::open(&rt.handle(), profile, StoreKind::Stamp, HostStack::Spdk);
     let dev = ctrl.first_zoned().unwrap();
     rt.block_on(dev.zone_send(zns_core::ZoneSendCmd {
         action: zns_core::ZoneAction::Open { zrwa: true },

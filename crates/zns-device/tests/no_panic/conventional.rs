@@ -1,6 +1,7 @@
 //! Property 2: the conventional namespace of `zn540-cns` against a reference model.
 
 use super::*;
+use crate::test_ctrl;
 
 #[derive(Debug, Clone)]
 pub(super) enum ConvOp {
@@ -77,15 +78,7 @@ pub(super) fn random_conventional_commands_never_panic_and_match_a_model() {
             ),
             |(seed, stack, ops)| {
                 let mut rt = Runtime::new(seed);
-                let ctrl = Controller::new(
-                    &rt.handle(),
-                    profile.clone(),
-                    ControllerOptions {
-                        store,
-                        host_stack: STACKS[stack],
-                    },
-                )
-                .unwrap();
+                let ctrl = test_ctrl::open(&rt.handle(), profile.clone(), store, STACKS[stack]);
                 prop_assert!(ctrl.conventional(0).is_none());
                 prop_assert!(ctrl.conventional(2).is_none());
                 prop_assert!(ctrl.conventional(u32::MAX).is_none());

@@ -15,6 +15,9 @@
 //! One module each (zoned, conventional, profiles, traces, images), and the
 //! regression tests for what they found (regressions).
 
+#[path = "../support/ctrl.rs"]
+mod test_ctrl;
+
 use std::collections::{BTreeMap, HashMap};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
@@ -85,10 +88,10 @@ fn violation(msg: impl Into<String>) -> TestCaseError {
 }
 
 fn tiny(rt: &Runtime, store: StoreKind, host_stack: HostStack) -> Controller {
-    Controller::new(
+    test_ctrl::open(
         &rt.handle(),
         Profile::builtin("tiny").unwrap(),
-        ControllerOptions { store, host_stack },
+        store,
+        host_stack,
     )
-    .unwrap()
 }

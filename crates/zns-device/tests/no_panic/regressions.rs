@@ -1,6 +1,7 @@
 //! Regression tests for what the properties found.
 
 use super::*;
+use crate::test_ctrl;
 
 /// Found by `random_and_mutated_traces_never_panic`: a trace
 /// `{"op":"wait","ns":18446744073709551615}` (or `Handle::sleep(u64::MAX)`)
@@ -41,15 +42,12 @@ pub(super) fn commands_after_the_clock_reached_its_end_are_values() {
     }
     // The same through the API, on a conventional namespace too.
     let mut rt = Runtime::new(1);
-    let ctrl = Controller::new(
+    let ctrl = test_ctrl::open(
         &rt.handle(),
         Profile::builtin("zn540-cns").unwrap(),
-        ControllerOptions {
-            store: StoreKind::Memory,
-            host_stack: HostStack::IoUringMqDeadline,
-        },
-    )
-    .unwrap();
+        StoreKind::Memory,
+        HostStack::IoUringMqDeadline,
+    );
     let h = rt.handle();
     rt.block_on(h.sleep(u64::MAX));
     let conv = ctrl.conventional(1).unwrap();
@@ -69,12 +67,7 @@ pub(super) fn commands_after_the_clock_reached_its_end_are_values() {
 #[test]
 pub(super) fn trace_report_of_a_zone_far_past_the_end_is_lba_out_of_range() {
     let mut rt = Runtime::new(1);
-    let ctrl = Controller::new(
-        &rt.handle(),
-        big_zone_profile(),
-        ControllerOptions::default(),
-    )
-    .unwrap();
+    let ctrl = test_ctrl::open_default(&rt.handle(), big_zone_profile());
     let commands = parse_trace(r#"{"op":"report","zone":4294967295}"#).unwrap();
     let results = rt.block_on(run_trace(&ctrl, &commands)).unwrap();
     assert_eq!(results[0].status.name, NvmeStatus::LbaOutOfRange.name());

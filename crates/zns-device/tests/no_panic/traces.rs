@@ -1,6 +1,7 @@
 //! Property 4: random and mutated command traces.
 
 use super::*;
+use crate::test_ctrl;
 
 pub(super) const EXAMPLE_TRACES: [&str; 2] = [
     include_str!("../../../../examples/zrwa.jsonl"),
@@ -242,15 +243,12 @@ pub(super) fn replay(text: &str, profile: &Profile, seed: u64) -> Result<(), Tes
         Ok(c) => c,
     };
     let mut rt = Runtime::new(seed);
-    let ctrl = Controller::new(
+    let ctrl = test_ctrl::open(
         &rt.handle(),
         profile.clone(),
-        ControllerOptions {
-            store: StoreKind::Memory,
-            host_stack: HostStack::IoUringMqDeadline,
-        },
-    )
-    .unwrap();
+        StoreKind::Memory,
+        HostStack::IoUringMqDeadline,
+    );
     match rt.block_on(run_trace(&ctrl, &commands)) {
         Err(e) => prop_assert!(!e.to_string().is_empty()),
         Ok(results) => {
