@@ -65,11 +65,8 @@ pub const LAT_MS_BOUNDS: [u64; 11] = [2, 4, 10, 20, 50, 100, 250, 500, 750, 1000
 pub struct DirStats {
     pub io_bytes: u64,
     pub total_ios: u64,
-    min_ns: u64,
-    max_ns: u64,
-    mean_ns: f64,
-    /// Welford's running sum of squared deviations.
-    m2: f64,
+    /// Completion latency (fio's clat; lat when the engine has no slat).
+    clat: Moments,
     hist: Box<[u64]>,
     /// Counts per fio latency bucket: 10 ns-scale, 10 us-scale, 12 ms-scale.
     lat_dist: [u64; 32],
@@ -158,10 +155,7 @@ impl Default for DirStats {
         DirStats {
             io_bytes: 0,
             total_ios: 0,
-            min_ns: u64::MAX,
-            max_ns: 0,
-            mean_ns: 0.0,
-            m2: 0.0,
+            clat: Moments::default(),
             hist: vec![0; PLAT_NR].into_boxed_slice(),
             lat_dist: [0; 32],
             windows: BTreeMap::new(),
@@ -209,12 +203,7 @@ impl DirStats {
         let lat_ns = lat_ns - slat_ns.min(lat_ns);
         self.io_bytes += bytes;
         self.total_ios += 1;
-        self.min_ns = self.min_ns.min(lat_ns);
-        self.max_ns = self.max_ns.max(lat_ns);
-        let x = lat_ns as f64;
-        let d = x - self.mean_ns;
-        self.mean_ns += d / self.total_ios as f64;
-        self.m2 += d * (x - self.mean_ns);
+        self.clat.add(lat_ns);
         self.hist[bucket_of(lat_ns)] += 1;
         self.lat_dist[lat_dist_index(lat_ns)] += 1;
         let w = self
@@ -226,24 +215,17 @@ impl DirStats {
     }
 
     pub fn min(&self) -> u64 {
-        if self.total_ios == 0 {
-            0
-        } else {
-            self.min_ns
-        }
+        self.clat.min()
     }
     pub fn max(&self) -> u64 {
-        self.max_ns
+        self.clat.max()
     }
     pub fn mean(&self) -> f64 {
-        self.mean_ns
+        self.clat.mean()
     }
     /// Sample standard deviation (n − 1), as fio prints it.
     pub fn stddev(&self) -> f64 {
-        if self.total_ios < 2 {
-            return 0.0;
-        }
-        (self.m2 / (self.total_ios - 1) as f64).sqrt()
+        self.clat.stddev()
     }
 
     /// Submission latency (fio's `slat_ns`; n = 0 when the engine has none).
@@ -339,15 +321,9 @@ impl DirStats {
             }
             self.lat_hist = Some(mine);
         }
-        let (na, nb) = (self.total_ios as f64, other.total_ios as f64);
-        let n = na + nb;
-        let d = other.mean_ns - self.mean_ns;
-        self.mean_ns += d * nb / n;
-        self.m2 += other.m2 + d * d * na * nb / n;
+        self.clat.merge(&other.clat);
         self.io_bytes += other.io_bytes;
         self.total_ios += other.total_ios;
-        self.min_ns = self.min_ns.min(other.min_ns);
-        self.max_ns = self.max_ns.max(other.max_ns);
         for (a, b) in self.hist.iter_mut().zip(other.hist.iter()) {
             *a += b;
         }
