@@ -1564,11 +1564,17 @@ impl Ftl {
     ) -> Result<(), String> {
         let (first, end) = self.unit_range(off_bytes, len_bytes);
         self.stats.host_bytes_written += len_bytes;
+        // The data the command overwrites is dead when it arrives (the write
+        // buffer is power-loss protected): none of it is moved by the GC
+        // the command triggers.
         for m in first..end {
             if let Some(old) = self.lookup(m) {
                 self.invalidate(old);
+                self.set_l2p(m, NONE);
                 self.stats.mapped_units -= 1;
             }
+        }
+        for m in first..end {
             let gc_before = fx.gc.len();
             let Some(die) = self.host_frontier(&mut fx.gc) else {
                 return Err("ftl: no free block on any die".into());
