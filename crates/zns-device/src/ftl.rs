@@ -699,6 +699,8 @@ pub struct Ftl {
     /// The cache ran out (no room for a new SLC unit): host data goes to
     /// TLC until the cache has been emptied (folded at idle, or forced).
     slc_exhausted: bool,
+    /// Scratch effects of `write_untimed` (discarded).
+    untimed_fx: FtlEffects,
 }
 
 impl Ftl {
@@ -797,6 +799,7 @@ impl Ftl {
             slc_closed: VecDeque::new(),
             slc_units: 0,
             slc_exhausted: false,
+            untimed_fx: FtlEffects::default(),
         }
     }
 
@@ -1774,6 +1777,21 @@ impl Ftl {
             }
         }
         Ok(())
+    }
+
+    /// A host write applied to the map only, for preconditioning: the same
+    /// remapping, invalidations, GC-mode switches and GC decisions as
+    /// [`Ftl::write`], with no die loads (the host frontier goes round
+    /// robin over the dies) and the die work it would hand to the timing
+    /// model dropped — the drive reaches the state the writes leave behind
+    /// without their timing.
+    pub fn write_untimed(&mut self, off_bytes: u64, len_bytes: u64) -> Result<(), String> {
+        let mut fx = std::mem::take(&mut self.untimed_fx);
+        fx.clear();
+        fx.load.until_ns.clear();
+        let r = self.write(off_bytes, len_bytes, &mut fx);
+        self.untimed_fx = fx;
+        r
     }
 
     /// TRIM of bytes `[off, off + len)`: unmaps the mapping units it covers

@@ -337,6 +337,15 @@ impl Devices {
         }
     }
 
+    /// The emulated controller the device `name` (opened already) is, if it
+    /// is one (not an array or a real device).
+    pub fn controller(&self, name: &str) -> Option<&Controller> {
+        match self.opened.get(name)? {
+            OpenedDevice::Controller(c) => Some(c),
+            _ => None,
+        }
+    }
+
     /// Every emulated controller of the run, RAID members included.
     pub fn controllers(&self) -> impl Iterator<Item = &Controller> {
         self.opened.values().flat_map(|d| d.controllers())
