@@ -280,6 +280,8 @@ pub static OPTIONS: &[OptionDef] = &[
         "znskit extension: zonemode=zbd writes open each zone explicitly with a Zone Random Write Area; with rw=randwrite they land at random offsets inside the ZRWA window above the write pointer (in-place overwrites)."),
     ext("zrwa_flush_bytes", OptKind::Size, None,
         "znskit extension: with zrwa=1 sequential writes, issue an explicit ZRWA flush after every this many bytes of a zone (timed and reported as zrwa_flush)."),
+    ext("untimed", OptKind::Bool, Some("0"),
+        "znskit extension: preconditioning — the job's writes (its own offsets and sizes; numjobs clones interleaved one I/O at a time) change the device's state (data, an FTL's page map, invalidations and GC decisions) at no virtual time and with no die, bus or controller time: the job reports its bytes and I/Os, no latencies. Write-only jobs on an emulated conventional namespace, without time_based, rate or rate_iops."),
     ext("nsid", OptKind::Int { min: 1, max: U32_MAX }, None,
         "znskit extension: namespace of a multi-namespace profile to use (default: the first zoned namespace, else namespace 1)."),
 ];
@@ -1128,6 +1130,8 @@ pub struct JobSpec {
     pub zone_write_limit: Option<SizeSpec>,
     pub zrwa: bool,
     pub zrwa_flush_bytes: Option<SizeSpec>,
+    /// znskit extension `untimed`: the writes change the device state only.
+    pub untimed: bool,
     pub nsid: Option<u32>,
     /// The options as given (global and the job's own), canonical name →
     /// text, for fio's `job options` output.
@@ -1693,6 +1697,7 @@ fn resolve(s: &Section, group: u32) -> Result<JobSpec, JobError> {
         },
         zone_write_limit: size("zone_write_limit"),
         zrwa: b("zrwa"),
+        untimed: b("untimed"),
         zrwa_flush_bytes: size("zrwa_flush_bytes"),
         nsid: match g("nsid") {
             Some(Value::Int(n)) => Some((*n).clamp(1, U32_MAX) as u32),

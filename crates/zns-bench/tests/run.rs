@@ -440,3 +440,53 @@ fn polled_jobs_share_the_cpus_they_are_allowed() {
     let err = parse_job_file("[r]\nfilename=zn540\ncpus_allowed=3-1\n", "t.fio");
     assert!(err.is_err(), "a backwards CPU range is an error");
 }
+
+/// untimed=1: the fill and the random overwrites change the FTL's state in
+/// no virtual time; the timed job after them sees an aged drive (GC), and
+/// jobs that need time or a zoned namespace are refused with the reason.
+#[test]
+fn untimed_jobs_precondition_an_ftl_drive_in_no_time() {
+    let text = "[global]\nfilename=tiny-ftl\nioengine=spdk\ndirect=1\nbs=64k\n\
+        [fill]\nuntimed=1\nrw=write\n\
+        [age]\nuntimed=1\nstonewall\nrw=randwrite\nnumjobs=2\nio_size=24m\n\
+        [w]\nstonewall\nrw=randwrite\nbs=4k\niodepth=8\nio_size=2m\n";
+    let specs = parse_job_file(text, "untimed.fio").unwrap();
+    let rep = run_jobs(&specs, 1).unwrap();
+    let cap = 16u64 << 20;
+    assert_eq!(rep.jobs[0].write.io_bytes, cap);
+    assert_eq!(rep.jobs[0].write.total_ios, cap / 65536);
+    assert_eq!(rep.jobs[0].runtime_ns, 0);
+    assert_eq!(rep.jobs[1].write.io_bytes, 24 << 20);
+    assert_eq!(rep.jobs[2].write.io_bytes, 24 << 20);
+    assert_eq!(rep.jobs[1].runtime_ns, 0);
+    let w = &rep.jobs[3].write;
+    assert_eq!(w.io_bytes, 2 << 20);
+    assert!(rep.jobs[3].runtime_ns > 0);
+    // the timed writes land on a drive in GC steady state: slower than fresh
+    let fresh = parse_job_file(
+        "[w]\nfilename=tiny-ftl\nioengine=spdk\nrw=randwrite\nbs=4k\niodepth=8\nio_size=2m\n",
+        "fresh.fio",
+    )
+    .unwrap();
+    let f = run_jobs(&fresh, 1).unwrap();
+    assert!(
+        w.mean() > 1.5 * f.jobs[0].write.mean(),
+        "{} vs {}",
+        w.mean(),
+        f.jobs[0].write.mean()
+    );
+    for (opts, why) in [
+        ("filename=zn540\nrw=write\ndirect=1\nzonemode=zbd", "zoned"),
+        ("filename=tiny-ftl\nrw=randrw", "write-only"),
+        (
+            "filename=tiny-ftl\nrw=write\ntime_based=1\nruntime=1s",
+            "time_based",
+        ),
+        ("filename=tiny-ftl\nrw=write\nrate=10m", "rate"),
+    ] {
+        let specs =
+            parse_job_file(&format!("[j]\nuntimed=1\nbs=64k\n{opts}\n"), "bad.fio").unwrap();
+        let err = run_jobs(&specs, 1).unwrap_err().to_string();
+        assert!(err.contains("untimed=1") && err.contains(why), "{err}");
+    }
+}

@@ -65,6 +65,9 @@ const NONE: u32 = u32::MAX;
 const SEG_SHIFT: u32 = 16;
 const SEG_LEN: usize = 1 << SEG_SHIFT;
 const PPM: u64 = 1_000_000;
+/// Largest number of mapping units one map entry holds while writes are
+/// aligned (`Ftl::new`).
+pub const MAX_GRAIN: u32 = 8;
 
 /// How the GC picks its victim block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -654,7 +657,15 @@ struct Pool {
 #[derive(Debug)]
 pub struct Ftl {
     cfg: FtlConfig,
+    /// The geometry the map works in: `view` with `grain` mapping units
+    /// per entry (slots, units and bytes per entry scaled by `grain`).
     geo: FtlGeometry,
+    /// The geometry users see (mapping units of `map_unit_bytes`).
+    view: FtlGeometry,
+    /// Mapping units per map entry: > 1 while every write and trim so far
+    /// was aligned to whole entries (a coarse map, exactly equivalent, see
+    /// `Ftl::new`); 1 once one was not (`refine`).
+    grain: u32,
     /// Slots per block.
     spb: u32,
     /// Dies per erase unit (1, or all dies for superblocks).
@@ -688,11 +699,45 @@ pub struct Ftl {
     /// The cache ran out (no room for a new SLC unit): host data goes to
     /// TLC until the cache has been emptied (folded at idle, or forced).
     slc_exhausted: bool,
+    /// Scratch effects of `write_untimed` (discarded).
+    untimed_fx: FtlEffects,
 }
 
 impl Ftl {
     /// A fresh (empty, every block free) FTL.
+    ///
+    /// While every write and trim is aligned to `MAX_GRAIN` mapping units
+    /// (32 KiB at 4 KiB) the map keeps one entry per `MAX_GRAIN` units
+    /// (if that divides the program unit and the logical space; no SLC
+    /// cache): every decision is the one the fine map makes (the units of
+    /// an aligned entry are written, invalidated, moved and read together,
+    /// in consecutive slots; valid counts, GC credit and the age clock all
+    /// scale by the grain), at an eighth of the work and memory. The first
+    /// write or trim that is not aligned splits the map into mapping units
+    /// (`refine`, O(map)). `tests/ftl_grain.rs` checks the equivalence.
     pub fn new(cfg: &FtlConfig, geo: FtlGeometry) -> Ftl {
+        Ftl::with_max_grain(cfg, geo, MAX_GRAIN)
+    }
+
+    /// [`Ftl::new`] with map entries of at most `max_grain` mapping units
+    /// (1: a fine map from the start).
+    pub fn with_max_grain(cfg: &FtlConfig, view: FtlGeometry, max_grain: u32) -> Ftl {
+        let mut grain = 1u32;
+        if cfg.slc_cache.is_none() {
+            while grain < max_grain
+                && view.slots_per_unit % (grain * 2) == 0
+                && view.logical_units % u64::from(grain * 2) == 0
+            {
+                grain *= 2;
+            }
+        }
+        let geo = FtlGeometry {
+            slots_per_unit: view.slots_per_unit / grain,
+            map_unit_bytes: view.map_unit_bytes * u64::from(grain),
+            logical_units: view.logical_units / u64::from(grain),
+            physical_slots: view.physical_slots / u64::from(grain),
+            ..view
+        };
         let spb = geo.slots_per_block();
         let group = geo.dies_per_unit;
         let bpd = geo.blocks_per_die;
@@ -730,6 +775,8 @@ impl Ftl {
         Ftl {
             cfg: cfg.clone(),
             geo,
+            view,
+            grain,
             spb,
             group,
             l2p: (0..segs).map(|_| None).collect(),
@@ -752,11 +799,17 @@ impl Ftl {
             slc_closed: VecDeque::new(),
             slc_units: 0,
             slc_exhausted: false,
+            untimed_fx: FtlEffects::default(),
         }
     }
 
     pub fn geometry(&self) -> &FtlGeometry {
-        &self.geo
+        &self.view
+    }
+
+    /// Mapping units per map entry now (see [`Ftl::new`]).
+    pub fn grain(&self) -> u32 {
+        self.grain
     }
 
     pub fn config(&self) -> &FtlConfig {
@@ -770,6 +823,7 @@ impl Ftl {
         let l2p = self.l2p.iter().filter(|s| s.is_some()).count() as u64 * SEG_LEN as u64;
         let p2l = self.p2l.iter().filter(|s| s.is_some()).count() as u64 * u64::from(self.spb);
         s.map_resident_bytes = (l2p + p2l) * 4;
+        s.mapped_units *= u64::from(self.grain);
         s.slc_units = self.slc_units;
         s
     }
@@ -822,18 +876,109 @@ impl Ftl {
 
     /// The mapping-unit range `[first, end)` covering bytes `[off, off + len)`.
     pub fn unit_range(&self, off_bytes: u64, len_bytes: u64) -> (u64, u64) {
+        let mu = self.view.map_unit_bytes;
+        let first = off_bytes / mu;
+        let end = off_bytes.saturating_add(len_bytes).div_ceil(mu);
+        (first, end.min(self.view.logical_units))
+    }
+
+    /// The map-entry range `[first, end)` covering bytes `[off, off + len)`.
+    fn entry_range(&self, off_bytes: u64, len_bytes: u64) -> (u64, u64) {
         let mu = self.geo.map_unit_bytes;
         let first = off_bytes / mu;
         let end = off_bytes.saturating_add(len_bytes).div_ceil(mu);
         (first, end.min(self.geo.logical_units))
     }
 
-    /// The slot mapping unit `m` is stored in, if mapped.
+    /// The slot mapping unit `m` is stored in, if mapped (slots counted in
+    /// mapping units, whatever the grain).
     #[inline]
     pub fn lookup(&self, m: u64) -> Option<u32> {
-        let seg = self.l2p.get((m >> SEG_SHIFT) as usize)?.as_ref()?;
-        let s = seg[(m as usize) & (SEG_LEN - 1)];
+        let g = u64::from(self.grain);
+        self.entry(m / g).map(|s| s * self.grain + (m % g) as u32)
+    }
+
+    /// The slot (in entries) map entry `e` is stored in, if mapped.
+    #[inline]
+    fn entry(&self, e: u64) -> Option<u32> {
+        let seg = self.l2p.get((e >> SEG_SHIFT) as usize)?.as_ref()?;
+        let s = seg[(e as usize) & (SEG_LEN - 1)];
         (s != NONE).then_some(s)
+    }
+
+    /// Whether the mapping units `[first, end)` are whole map entries.
+    #[inline]
+    fn aligned(&self, first: u64, end: u64) -> bool {
+        let g = u64::from(self.grain);
+        first >= end || (first % g == 0 && end % g == 0)
+    }
+
+    /// Splits a coarse map (grain > 1) into one entry per mapping unit:
+    /// the L2P, P2L, valid counts, bucket lists, open units and GC credit
+    /// scaled by the grain (the age clock already counts mapping units).
+    fn refine(&mut self) {
+        let k = self.grain;
+        if k == 1 {
+            return;
+        }
+        let ku = k as usize;
+        let segs = (self.view.logical_units as usize).div_ceil(SEG_LEN);
+        let mut l2p: Vec<Option<Box<[u32]>>> = (0..segs).map(|_| None).collect();
+        for (si, seg) in self.l2p.iter().enumerate() {
+            let Some(seg) = seg else { continue };
+            for j in 0..ku {
+                let fs = si * ku + j;
+                if fs >= segs {
+                    break;
+                }
+                let base = j * SEG_LEN / ku;
+                let mut fine = vec![NONE; SEG_LEN].into_boxed_slice();
+                for (i, f) in fine.iter_mut().enumerate() {
+                    let s = seg[base + i / ku];
+                    if s != NONE {
+                        *f = s * k + (i % ku) as u32;
+                    }
+                }
+                l2p[fs] = Some(fine);
+            }
+        }
+        self.l2p = l2p;
+        for p in self.p2l.iter_mut() {
+            if let Some(c) = p.take() {
+                let mut fine = vec![NONE; c.len() * ku].into_boxed_slice();
+                for (i, &m) in c.iter().enumerate() {
+                    if m != NONE {
+                        for j in 0..ku {
+                            fine[i * ku + j] = m * k + j as u32;
+                        }
+                    }
+                }
+                *p = Some(fine);
+            }
+        }
+        for u in self.units.iter_mut() {
+            u.valid *= k;
+        }
+        for pool in self.pools.iter_mut() {
+            let mut buckets = vec![NONE; pool.buckets.len() * ku - ku + 1];
+            for (v, &h) in pool.buckets.iter().enumerate() {
+                buckets[v * ku] = h;
+            }
+            pool.buckets = buckets;
+            pool.min_bucket *= k;
+            pool.credit_ppm *= i64::from(k);
+            for o in [pool.host.as_mut(), pool.gc.as_mut()].into_iter().flatten() {
+                for n in o.next.iter_mut() {
+                    *n *= k;
+                }
+                o.cap *= k;
+                o.spu *= k;
+            }
+        }
+        self.stats.mapped_units *= u64::from(k);
+        self.geo = self.view;
+        self.spb = self.geo.slots_per_block();
+        self.grain = 1;
     }
 
     /// Whether the block of `slot` is programmed in SLC mode.
@@ -852,15 +997,17 @@ impl Ftl {
         }
     }
 
-    /// Die, offset inside its program unit (bytes) of a slot.
+    /// Die, offset inside its program unit (bytes) of a slot (counted in
+    /// mapping units, as `lookup` gives it).
     #[inline]
     pub fn place_of(&self, slot: u32) -> (u32, u64) {
-        let block = self.block_of(slot);
-        let in_block = slot % self.spb;
-        let in_unit = in_block % self.spu_of(self.slot_is_slc(slot));
+        let entry = slot / self.grain;
+        let block = self.block_of(entry);
+        let in_block = slot % (self.spb * self.grain);
+        let in_unit = in_block % (self.spu_of(self.slot_is_slc(entry)) * self.grain);
         (
             self.die_of_block(block),
-            u64::from(in_unit) * self.geo.map_unit_bytes,
+            u64::from(in_unit) * self.view.map_unit_bytes,
         )
     }
 
@@ -985,7 +1132,8 @@ impl Ftl {
         self.units[o.unit as usize].valid += 1;
         self.set_l2p(m, slot);
         o.next[k as usize] = off + 1;
-        self.seq += 1;
+        // The age clock counts mapping units, whatever the grain.
+        self.seq += u64::from(self.grain);
         (off + 1) % o.spu == 0
     }
 
@@ -1386,9 +1534,12 @@ impl Ftl {
     /// Whether die `d` can take host data without opening a new unit.
     #[inline]
     fn host_room_on(&self, d: u32) -> bool {
-        let o = &self.pools[(d / self.group) as usize].host;
-        o.as_ref()
-            .is_some_and(|o| o.next[(d % self.group) as usize] < o.cap)
+        // An erase unit is one die's block or a block of every die: one
+        // pool per die, or one pool (no division on this hot path).
+        let (pool, k) = if self.group == 1 { (d, 0) } else { (0, d) };
+        debug_assert!(self.group == 1 || self.group == self.geo.dies);
+        let o = &self.pools[pool as usize].host;
+        o.as_ref().is_some_and(|o| o.next[k as usize] < o.cap)
     }
 
     /// The die that takes the next host data: the current one if its pool's
@@ -1448,8 +1599,12 @@ impl Ftl {
         let restrict = self.group > 1 && (0..n).any(|d| self.host_room_on(d));
         let eligible = |d: u32| !restrict || self.host_room_on(d);
         let mut best: Option<u32> = None;
-        for i in 1..=n {
-            let d = (die + i) % n;
+        let mut d = die;
+        for _ in 0..n {
+            d += 1;
+            if d >= n {
+                d = 0;
+            }
             if !eligible(d) {
                 continue;
             }
@@ -1562,13 +1717,22 @@ impl Ftl {
         len_bytes: u64,
         fx: &mut FtlEffects,
     ) -> Result<(), String> {
-        let (first, end) = self.unit_range(off_bytes, len_bytes);
+        let (f, e) = self.unit_range(off_bytes, len_bytes);
+        if !self.aligned(f, e) {
+            self.refine();
+        }
+        let (first, end) = self.entry_range(off_bytes, len_bytes);
         self.stats.host_bytes_written += len_bytes;
+        // The data the command overwrites is dead when it arrives: none of
+        // it is moved by the GC the command triggers.
         for m in first..end {
-            if let Some(old) = self.lookup(m) {
+            if let Some(old) = self.entry(m) {
                 self.invalidate(old);
+                self.set_l2p(m, NONE);
                 self.stats.mapped_units -= 1;
             }
+        }
+        for m in first..end {
             let gc_before = fx.gc.len();
             let Some(die) = self.host_frontier(&mut fx.gc) else {
                 return Err("ftl: no free block on any die".into());
@@ -1615,9 +1779,32 @@ impl Ftl {
         Ok(())
     }
 
+    /// A host write applied to the map only, for preconditioning: the same
+    /// remapping, invalidations, GC-mode switches and GC decisions as
+    /// [`Ftl::write`], with no die loads (the host frontier goes round
+    /// robin over the dies) and the die work it would hand to the timing
+    /// model dropped — the drive reaches the state the writes leave behind
+    /// without their timing.
+    pub fn write_untimed(&mut self, off_bytes: u64, len_bytes: u64) -> Result<(), String> {
+        let mut fx = std::mem::take(&mut self.untimed_fx);
+        fx.clear();
+        fx.load.until_ns.clear();
+        let r = self.write(off_bytes, len_bytes, &mut fx);
+        self.untimed_fx = fx;
+        r
+    }
+
     /// TRIM of bytes `[off, off + len)`: unmaps the mapping units it covers
     /// entirely (a partly covered unit keeps its data).
     pub fn trim(&mut self, off_bytes: u64, len_bytes: u64) {
+        let vm = self.view.map_unit_bytes;
+        let (f, e) = (
+            off_bytes.div_ceil(vm),
+            (off_bytes.saturating_add(len_bytes) / vm).min(self.view.logical_units),
+        );
+        if !self.aligned(f, e) {
+            self.refine();
+        }
         let mu = self.geo.map_unit_bytes;
         let first = off_bytes.div_ceil(mu);
         let end = (off_bytes.saturating_add(len_bytes) / mu).min(self.geo.logical_units);
@@ -1629,7 +1816,7 @@ impl Ftl {
                 m = ((seg as u64) + 1) << SEG_SHIFT;
                 continue;
             }
-            if let Some(old) = self.lookup(m) {
+            if let Some(old) = self.entry(m) {
                 self.invalidate(old);
                 self.set_l2p(m, NONE);
                 self.stats.mapped_units -= 1;
@@ -1645,7 +1832,7 @@ impl Ftl {
     pub fn places(&self, off_bytes: u64, len_bytes: u64, out: &mut Vec<zns_sim::timing::FtlPlace>) {
         out.clear();
         let (first, end) = self.unit_range(off_bytes, len_bytes);
-        let mu = self.geo.map_unit_bytes;
+        let mu = self.view.map_unit_bytes;
         let slc_read_ns = self.cfg.slc_cache.as_ref().map_or(0, |c| c.read_ns);
         let mut last: Option<u32> = None;
         for m in first..end {
@@ -1653,8 +1840,8 @@ impl Ftl {
                 last = None;
                 continue;
             };
-            let slc = self.slot_is_slc(slot);
-            let spu = self.spu_of(slc);
+            let slc = self.slot_is_slc(slot / self.grain);
+            let spu = self.spu_of(slc) * self.grain;
             let contiguous = last.is_some_and(|l| l + 1 == slot && slot % spu != 0);
             if contiguous {
                 if let Some(p) = out.last_mut() {
@@ -1679,7 +1866,7 @@ impl Ftl {
         let mut counted = vec![0u32; self.p2l.len()];
         let mut mapped = 0u64;
         for m in 0..self.geo.logical_units {
-            let Some(slot) = self.lookup(m) else { continue };
+            let Some(slot) = self.entry(m) else { continue };
             mapped += 1;
             let b = self.block_of(slot);
             if b as usize >= self.p2l.len() {

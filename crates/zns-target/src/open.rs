@@ -347,14 +347,20 @@ impl Devices {
         }
     }
 
+    /// The emulated controller the device `name` (opened already) is, if it
+    /// is one (not an array or a real device).
+    pub fn controller(&self, name: &str) -> Option<&Controller> {
+        match self.opened.get(name)? {
+            OpenedDevice::Controller(c) => Some(c),
+            _ => None,
+        }
+    }
+
     /// The timing parameters of the device `name` when it is one emulated
     /// controller (not an array, not a real device): what a client's host
     /// side (fio's engine) needs to know of the host stack's costs.
     pub fn timing(&self, name: &str) -> Option<&zns_sim::timing::TimingProfile> {
-        match self.opened.get(name)? {
-            OpenedDevice::Controller(c) => Some(&c.profile().timing),
-            _ => None,
-        }
+        self.controller(name).map(|c| &c.profile().timing)
     }
 
     /// Every emulated controller of the run, RAID members included.

@@ -330,6 +330,8 @@ pub fn run_jobs_interruptible(
                 rt.block_on(async move { r.precondition().await })?;
             }
         }
+        // untimed=1: the jobs' writes change the devices' state at no time
+        run_untimed(&runs, &devices)?;
         if runs
             .iter()
             .any(|r| r.spec.precondition == Precondition::Cold)
@@ -499,6 +501,50 @@ impl Future for FirstOf<'_> {
             Poll::Pending
         }
     }
+}
+
+/// `untimed=1` jobs of a group: their writes, one I/O of each job clone in
+/// turn, applied to their controllers without timing
+/// (`Controller::write_untimed`), before the group's timed part. Each
+/// clone's own offsets and sizes (`next_step`, so sequential positions and
+/// random maps are the ones the timed job would use); the job's report has
+/// the bytes and I/Os and no latencies.
+fn run_untimed(runs: &[Rc<JobRun>], devices: &Devices) -> Result<(), RunError> {
+    let mut live = Vec::new();
+    for r in runs.iter().filter(|r| r.spec.untimed) {
+        let fname = r.spec.filename.as_deref().unwrap_or_default();
+        let ctrl = devices.controller(fname).ok_or_else(|| RunError::Setup {
+            job: r.spec.name.clone(),
+            msg: format!("untimed=1: {fname} is not an emulated controller"),
+        })?;
+        live.push((r, ctrl, r.spec.nsid.unwrap_or(1)));
+    }
+    while !live.is_empty() {
+        let mut i = 0;
+        while i < live.len() {
+            let (r, ctrl, nsid) = &live[i];
+            match r.next_step() {
+                Step::Write(slba, bytes, _) => {
+                    ctrl.write_untimed(*nsid, slba, bytes / r.lba)
+                        .map_err(|e| r.io_err(e))?;
+                    let mut st = r.st.borrow_mut();
+                    st.write.io_bytes += bytes;
+                    st.write.total_ios += 1;
+                    i += 1;
+                }
+                Step::Done => {
+                    live.remove(i);
+                }
+                _ => {
+                    return Err(RunError::Setup {
+                        job: r.spec.name.clone(),
+                        msg: "untimed=1: the job needs time (a wait or a non-write step)".into(),
+                    })
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Largest write preconditioning and zone_fill issue (capped by MDTS).

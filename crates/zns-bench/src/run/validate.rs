@@ -66,6 +66,24 @@ pub(super) fn validate(spec: &JobSpec, target: &Target, geo: &Geometry) -> Resul
     }
     let zoned = target.zoned().is_some();
     let lba = geo.lba_bytes;
+    if spec.untimed {
+        let why = if zoned {
+            Some("the namespace is zoned (untimed writes are for conventional namespaces)")
+        } else if !matches!(spec.rw, Rw::Write | Rw::RandWrite) {
+            Some("only write-only jobs (rw=write or randwrite) can be untimed")
+        } else if spec.time_based {
+            Some("time_based needs time: an untimed job stops at its size")
+        } else if spec.rate.is_some() || spec.rate_iops.is_some() {
+            Some("rate and rate_iops need time")
+        } else if spec.verify.is_some() {
+            Some("verify= reads back through timed I/O")
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            return Err(format!("untimed=1: {why}"));
+        }
+    }
     if spec.rw.is_trim() {
         if zoned {
             return Err(format!(

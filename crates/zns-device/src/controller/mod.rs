@@ -148,6 +148,8 @@ struct State {
     /// Scratch buffers of FTL namespaces (reused, no allocation per command).
     ftl_fx: FtlEffects,
     ftl_places: Vec<FtlPlace>,
+    /// Zeros for `write_untimed`'s data store writes.
+    untimed_zeros: Vec<u8>,
 }
 
 pub(crate) struct Inner {
@@ -336,6 +338,7 @@ impl Controller {
             metadata_recovery: None,
             ftl_fx: FtlEffects::default(),
             ftl_places: Vec::new(),
+            untimed_zeros: Vec::new(),
         };
         Ok(Controller {
             inner: Rc::new(Inner {
@@ -431,6 +434,41 @@ impl Controller {
             NsState::Conventional { ftl: Some(f), .. } => Some(f.block_erase_counts()),
             _ => None,
         }
+    }
+
+    /// Preconditioning: applies a write of `nlb` blocks at `slba` to
+    /// conventional namespace `nsid` (1-based) without timing — the data
+    /// store gets zeros, an FTL namespace's page map, invalidations and GC
+    /// decisions are those of a timed write (`Ftl::write_untimed`), but no
+    /// die, channel or controller time is used and the virtual clock does
+    /// not move. The write is durable at once (nothing in the power-loss
+    /// log) and not counted in the command statistics; the FTL counts its
+    /// bytes. Errors as a write's: no such conventional namespace, LBA out
+    /// of range (any length is accepted: no MDTS).
+    pub fn write_untimed(&self, nsid: u32, slba: u64, nlb: u64) -> Result<(), NvmeError> {
+        let mut guard = self.inner.state.borrow_mut();
+        let st = &mut *guard;
+        let ns = nsid.checked_sub(1).ok_or(NvmeStatus::InvalidNamespace)? as usize;
+        let Some(NsState::Conventional { store, ftl, config }) = st.namespaces.get_mut(ns) else {
+            return Err(NvmeStatus::InvalidNamespace.into());
+        };
+        match slba.checked_add(nlb) {
+            Some(end) if nlb > 0 && end <= config.capacity_lbas => {}
+            _ => return Err(NvmeStatus::LbaOutOfRange.into()),
+        }
+        let lba = u64::from(config.lba_bytes);
+        let bytes = nlb * lba;
+        if st.untimed_zeros.len() < bytes as usize {
+            st.untimed_zeros.resize(bytes as usize, 0);
+        }
+        store
+            .write(slba, &st.untimed_zeros[..bytes as usize])
+            .map_err(store_status)?;
+        if let Some(ftl) = ftl.as_mut() {
+            ftl.write_untimed(slba * lba, bytes)
+                .map_err(|_| NvmeError::from(NvmeStatus::InternalError))?;
+        }
+        Ok(())
     }
 
     /// Checks the page-map invariants of FTL namespace `nsid` (tests).
