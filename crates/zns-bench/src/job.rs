@@ -266,7 +266,7 @@ pub static OPTIONS: &[OptionDef] = &[
         "Accepted for compatibility (fio threads vs processes); no effect in znskit."),
     ext("zone_append", OptKind::Bool, Some("0"),
         "znskit extension (also the name used by fio's SPDK/xNVMe plugins): issue writes as NVMe Zone Append commands; the device picks the LBA, so iodepth>1 may target one zone."),
-    ext("host_stack", OptKind::Enum(&["spdk", "io-uring-none", "io-uring-mq-deadline"]), None,
+    ext("host_stack", OptKind::Enum(&HostStack::NAMES), None,
         "znskit extension: host I/O path to model: spdk (user-space polled), io-uring-none (kernel, none scheduler), io-uring-mq-deadline (kernel, mq-deadline serializes writes per zone). Unset = derived from ioengine."),
     ext("zone_op", OptKind::Enum(&["reset", "finish", "open", "close"]), None,
         "znskit extension: instead of data I/O, issue one timed zone-management command per zone of the job's range (iodepth at a time), after writing the zone to zone_fill if given; latencies are reported under the op's name. An open or a close is followed by a reset (a closed zone stays active), so the device stays within its open/active limits; the resets are reported under their own name."),

@@ -43,11 +43,8 @@ pub fn run_probe(profile: &Profile) -> Result<ProbeReport, DeviceError> {
             unit,
         })
     };
-    for (stack, stack_name) in [
-        (HostStack::Spdk, "spdk"),
-        (HostStack::IoUringNone, "io-uring-none"),
-        (HostStack::IoUringMqDeadline, "io-uring-mq-deadline"),
-    ] {
+    for stack in HostStack::ALL {
+        let stack_name = stack.name();
         let w = mean_qd1(profile, stack, Op::Write, 1)?;
         push(
             &format!("qd1.write_4k_{stack_name}_us"),

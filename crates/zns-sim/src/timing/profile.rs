@@ -35,8 +35,16 @@ impl HostStack {
         HostStack::IoUringMqDeadline,
     ];
 
+    /// Every stack's [`HostStack::name`], in [`HostStack::ALL`]'s order
+    /// (option tables and help texts list them from here).
+    pub const NAMES: [&'static str; 3] = [
+        HostStack::ALL[0].name(),
+        HostStack::ALL[1].name(),
+        HostStack::ALL[2].name(),
+    ];
+
     /// The name used in TOML files and on the command line.
-    pub fn name(self) -> &'static str {
+    pub const fn name(self) -> &'static str {
         match self {
             HostStack::Spdk => "spdk",
             HostStack::IoUringNone => "io-uring-none",
