@@ -101,6 +101,41 @@ pub struct ExperimentResult {
     pub findings: Vec<String>,
     /// What the paper reports for the same comparison.
     pub paper: String,
+    /// Whether each of the paper's statements holds here, by direction.
+    pub checks: Vec<Check>,
+}
+
+/// One statement of the paper checked against our run: its direction (or,
+/// where the paper finds no difference, its size) holds or not.
+#[derive(Debug, Clone, Serialize)]
+pub struct Check {
+    pub what: String,
+    pub paper: String,
+    pub ours: String,
+    pub holds: bool,
+}
+
+impl Check {
+    /// The paper's relative change `paper_pct` and ours point the same way.
+    fn same_sign(what: &str, paper_pct: f64, ours_pct: f64) -> Check {
+        Check {
+            what: what.into(),
+            paper: format!("{paper_pct:+.1}%"),
+            ours: format!("{ours_pct:+.1}%"),
+            holds: paper_pct.signum() == ours_pct.signum(),
+        }
+    }
+
+    /// The paper finds no difference (`paper_pct`, within `band_pct`): ours
+    /// is within the band too.
+    fn within(what: &str, paper_pct: f64, ours_pct: f64, band_pct: f64) -> Check {
+        Check {
+            what: what.into(),
+            paper: format!("{paper_pct:+.1}% (within ±{band_pct:.0}%)"),
+            ours: format!("{ours_pct:+.1}%"),
+            holds: ours_pct.abs() <= band_pct,
+        }
+    }
 }
 
 fn pct(new: f64, base: f64) -> f64 {
@@ -346,6 +381,36 @@ fn zns_vs_block(ctx: &mut Ctx, id: char) -> Result<ExperimentResult, CacheError>
         thr_sum / n,
         lat_sum / n
     ));
+    let (thr_avg, lat_avg) = (thr_sum / n, lat_sum / n);
+    let checks = if id == 'a' {
+        vec![
+            Check::same_sign(
+                "ZNS vs block get throughput, mean over the grid",
+                108.0,
+                thr_avg,
+            ),
+            Check::same_sign(
+                "ZNS vs block mean get latency, mean over the grid",
+                -50.6,
+                lat_avg,
+            ),
+        ]
+    } else {
+        vec![
+            Check::within(
+                "ZNS vs block get throughput, mean over the grid",
+                -1.9,
+                thr_avg,
+                5.0,
+            ),
+            Check::within(
+                "ZNS vs block mean get latency, mean over the grid",
+                1.9,
+                lat_avg,
+                5.0,
+            ),
+        ]
+    };
     let (title, paper, scaling) = if id == 'a' {
         (
             "512 MiB chunks on a preconditioned device: ZNS vs block".to_string(),
@@ -373,6 +438,7 @@ fn zns_vs_block(ctx: &mut Ctx, id: char) -> Result<ExperimentResult, CacheError>
         runs,
         findings,
         paper,
+        checks,
     })
 }
 
@@ -451,6 +517,7 @@ fn gc_experiment(ctx: &mut Ctx) -> Result<ExperimentResult, CacheError> {
     let mut findings = Vec::new();
     let mut block_name = String::new();
     let interval_s = 1.0;
+    let mut per_remote: Vec<RemoteRun> = Vec::new();
     for (remote, rl) in [
         (RemoteLatency::Measured, "3.2s"),
         (RemoteLatency::MeasuredSpread, "3.2s-spread"),
@@ -521,6 +588,16 @@ fn gc_experiment(ctx: &mut Ctx) -> Result<ExperimentResult, CacheError> {
                 )),
             }
         }
+        per_remote.push(RemoteRun {
+            remote: rl,
+            zns_gib_s: z.report.get_gib_s,
+            block_gib_s: b.report.get_gib_s,
+            block_change_pct: change[1].map(|c| (c - 1.0) * 100.0),
+            block_vs_zns_pct: match change {
+                [Some(zc), Some(bc)] => Some((bc / zc - 1.0) * 100.0),
+                _ => None,
+            },
+        });
         if let [Some(zc), Some(bc)] = change {
             // ZNS has no device GC: its change is the cache's own warm-up
             // (hit ratio), the control for the block device's change.
@@ -559,7 +636,58 @@ fn gc_experiment(ctx: &mut Ctx) -> Result<ExperimentResult, CacheError> {
         runs,
         findings,
         paper: "block throughput −35.4%, latency +51.0%, tail +55.6% after the first full fill; ZNS steady; with 0 s remote latency ZNS gains, block does not (Figs. 5–7)".into(),
+        checks: gc_checks(&per_remote),
     })
+}
+
+/// One remote latency of (c): get throughput of both devices, and the block
+/// drive's change after the first full fill, absolute and relative to ZNS's.
+struct RemoteRun {
+    remote: &'static str,
+    zns_gib_s: f64,
+    block_gib_s: f64,
+    block_change_pct: Option<f64>,
+    block_vs_zns_pct: Option<f64>,
+}
+
+/// (c)'s statements: the block drive loses throughput after the first full
+/// fill (absolute and against ZNS's change, the cache's warm-up as control;
+/// the paper's 3.2 s sleep), and with a 0 s remote store ZNS gains more
+/// than the block drive, which is I/O-bound by GC (the paper: ZNS gains,
+/// block does not).
+fn gc_checks(per_remote: &[RemoteRun]) -> Vec<Check> {
+    let mut checks = Vec::new();
+    let at = |rl: &str| per_remote.iter().find(|r| r.remote == rl);
+    if let Some(r) = at("3.2s") {
+        if let Some(block) = r.block_change_pct {
+            checks.push(Check::same_sign(
+                "block get throughput after the first fill (3.2 s remote)",
+                -35.4,
+                block,
+            ));
+        }
+        if let Some(rel) = r.block_vs_zns_pct {
+            checks.push(Check::same_sign(
+                "block's change after the fill relative to ZNS's (3.2 s remote)",
+                -35.4,
+                rel,
+            ));
+        }
+    }
+    if let (Some(slow), Some(fast)) = (at("3.2s"), at("0s")) {
+        let gain = |f: f64, s: f64| pct(f, s);
+        let (zns, block) = (
+            gain(fast.zns_gib_s, slow.zns_gib_s),
+            gain(fast.block_gib_s, slow.block_gib_s),
+        );
+        checks.push(Check {
+            what: "with a 0 s remote store, ZNS gains more than block (vs 3.2 s)".into(),
+            paper: "ZNS gains, block does not".into(),
+            ours: format!("ZNS {zns:+.1}%, block {block:+.1}%"),
+            holds: zns > block,
+        });
+    }
+    checks
 }
 
 /// How a report names the block device of a run.
@@ -612,6 +740,7 @@ fn policy_experiment(ctx: &mut Ctx) -> Result<ExperimentResult, CacheError> {
     let requests = ((cache_bytes as f64 * s.d_io_factor) / chunk as f64) as u64;
     let mut runs = Vec::new();
     let mut findings = Vec::new();
+    let mut checks = Vec::new();
     let mut block_name = String::new();
     for (dist, ratio) in [(Distribution::Zipfian, 10.0), (Distribution::Zipfian, 2.0)] {
         let wl = WorkloadSpec::Generated {
@@ -654,6 +783,16 @@ fn policy_experiment(ctx: &mut Ctx) -> Result<ExperimentResult, CacheError> {
             runs.push(b);
         }
         let (zp, zc) = (&reports[0].1, &reports[1].1);
+        checks.push(Check {
+            what: format!(
+                "{}-{}: CLRU hit ratio above ZPLRU's (ZNS)",
+                dist_label(dist),
+                ratio as u32
+            ),
+            paper: "expected (not evaluated)".into(),
+            ours: format!("{:.4} vs {:.4}", zc.hit_ratio, zp.hit_ratio),
+            holds: zc.hit_ratio > zp.hit_ratio,
+        });
         let (bp, bc) = (&reports[0].2, &reports[1].2);
         let steady = |r: &RunReport| r.steady_hit_ratio.unwrap_or(r.hit_ratio);
         findings.push(format!(
@@ -681,6 +820,7 @@ fn policy_experiment(ctx: &mut Ctx) -> Result<ExperimentResult, CacheError> {
         runs,
         findings,
         paper: "not evaluated in the paper (CLRU \"was implemented but bugs remain\"); expected: CLRU hit ratio above ZPLRU's".into(),
+        checks,
     })
 }
 
@@ -785,5 +925,56 @@ pub fn experiment_text(r: &ExperimentResult) -> String {
         let _ = writeln!(s, "  - {f}");
     }
     let _ = writeln!(s, "  paper: {}", r.paper);
+    for c in &r.checks {
+        let _ = writeln!(
+            s,
+            "  check [{}] {}: paper {}, ours {}",
+            if c.holds { "holds" } else { "DOES NOT HOLD" },
+            c.what,
+            c.paper,
+            c.ours
+        );
+    }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checks_judge_direction_or_a_band() {
+        assert!(Check::same_sign("a", 108.0, 17.4).holds);
+        assert!(!Check::same_sign("a", -35.4, 12.0).holds);
+        assert!(Check::within("b", -1.9, 4.9, 5.0).holds);
+        assert!(!Check::within("b", -1.9, -5.1, 5.0).holds);
+    }
+
+    #[test]
+    fn the_gc_experiment_checks_the_drop_and_the_zero_latency_gain() {
+        let run = |remote, zns_gib_s, block_gib_s, block, rel| RemoteRun {
+            remote,
+            zns_gib_s,
+            block_gib_s,
+            block_change_pct: block,
+            block_vs_zns_pct: rel,
+        };
+        // the inversion: at 0 s the block drive gains more than ZNS
+        let c = gc_checks(&[
+            run("3.2s", 1.0, 1.0, Some(34.5), Some(-7.6)),
+            run("0s", 1.275, 1.38, Some(7.8), Some(-3.8)),
+        ]);
+        let holds: Vec<(&str, bool)> = c.iter().map(|c| (c.what.as_str(), c.holds)).collect();
+        assert_eq!(holds.len(), 3, "{holds:?}");
+        assert!(!holds[0].1, "block rose after the fill: {holds:?}");
+        assert!(holds[1].1, "but less than ZNS: {holds:?}");
+        assert!(!holds[2].1, "block gained more at 0 s: {holds:?}");
+        // a run that did not fill the device: no drop to check
+        let c = gc_checks(&[
+            run("3.2s", 1.0, 1.0, None, None),
+            run("0s", 1.5, 1.0, None, None),
+        ]);
+        assert_eq!(c.len(), 1);
+        assert!(c[0].holds);
+    }
 }

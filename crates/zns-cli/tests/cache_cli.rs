@@ -220,6 +220,12 @@ fn repro_runs_quick() {
         "{s}"
     );
     assert!(s.contains("relocated"), "{s}");
+    // the paper's statements checked by direction, one line each
+    assert!(
+        s.contains("check [holds] ZIPF-10: CLRU hit ratio above ZPLRU's")
+            || s.contains("check [DOES NOT HOLD] ZIPF-10: CLRU hit ratio above ZPLRU's"),
+        "{s}"
+    );
 }
 
 /// One size rule (fio's) for `--chunk` and a `raid:` name's `chunk=`:
