@@ -675,10 +675,9 @@ fn gc_checks(per_remote: &[RemoteRun]) -> Vec<Check> {
         }
     }
     if let (Some(slow), Some(fast)) = (at("3.2s"), at("0s")) {
-        let gain = |f: f64, s: f64| pct(f, s);
         let (zns, block) = (
-            gain(fast.zns_gib_s, slow.zns_gib_s),
-            gain(fast.block_gib_s, slow.block_gib_s),
+            pct(fast.zns_gib_s, slow.zns_gib_s),
+            pct(fast.block_gib_s, slow.block_gib_s),
         );
         checks.push(Check {
             what: "with a 0 s remote store, ZNS gains more than block (vs 3.2 s)".into(),
