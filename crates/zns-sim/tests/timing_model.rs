@@ -1137,20 +1137,32 @@ fn gc(die: u32, program_units: u64) -> MediaOp {
     }
 }
 
+/// The ZN540 timing without I/O jitter.
+fn jitterless_zn540() -> TimingProfile {
+    let mut p = profile("zn540");
+    p.io_jitter_ns = 0;
+    p
+}
+
+/// A flash array of `p` with `slots` GC engine slots and an FTL namespace 2.
+fn gc_array(p: &TimingProfile, slots: u32) -> FlashArray {
+    let mut p = p.clone();
+    p.gc_inflight_units = slots;
+    let mut fa = FlashArray::new(&p).expect("valid profile");
+    fa.declare_namespace(2, NamespaceKind::Conventional);
+    fa
+}
+
 /// `gc_inflight_units`: the GC engine has that many program units in flight
 /// at once, device-wide, so relocation work on every die at once takes
 /// `units x tPROG / slots`; without the limit the dies work in parallel.
 #[test]
 fn gc_engine_slots_bound_relocation_throughput() {
-    let mut p = profile("zn540");
-    p.io_jitter_ns = 0;
+    let p = jitterless_zn540();
     let tp = p.program_ns;
     let dies = p.total_dies();
     let run = |slots: u32| {
-        let mut p = p.clone();
-        p.gc_inflight_units = slots;
-        let mut fa = FlashArray::new(&p).expect("valid profile");
-        fa.declare_namespace(2, NamespaceKind::Conventional);
+        let mut fa = gc_array(&p, slots);
         let mut end = 0;
         // Every die gets 30 units, submitted as 3 slices of 10 at t = 0, 1, 2 ms.
         for k in 0..3u64 {
@@ -1178,16 +1190,13 @@ fn gc_engine_slots_bound_relocation_throughput() {
 /// die with no GC queued is programmed at once.
 #[test]
 fn host_units_wait_for_a_busy_gc_engine() {
-    let mut p = profile("zn540");
-    p.io_jitter_ns = 0;
+    let p = jitterless_zn540();
     let tp = p.program_ns;
     let unit = p.program_unit_bytes();
     let run = |slots: u32| {
-        let mut p = p.clone();
-        p.gc_inflight_units = slots;
-        let mut fa = FlashArray::new(&p).expect("valid profile");
-        fa.declare_namespace(2, NamespaceKind::Conventional);
-        // 20 GC units on die 0 (two slots: they end at 10 and 20 tPROG).
+        let mut fa = gc_array(&p, slots);
+        // GC: 20 units on die 0, 10 on die 1 (with two slots, one frees at
+        // 10 tPROG and the other at 20).
         fa.submit(0, HostStack::Spdk, &gc(0, 10));
         fa.submit(0, HostStack::Spdk, &gc(1, 10));
         fa.submit(0, HostStack::Spdk, &gc(0, 10));
