@@ -124,7 +124,7 @@ enum Command {
 #[derive(Args, Clone)]
 struct ProfileArgs {
     /// Built-in profile name (zn540, zn540-cns, zn540-lbaf0, pm1731a, tiny, sn540, sn540-slc,
-    /// sn540-mini, sn540-mini-slc, sn640, tiny-ftl; `zns info --list`) or a path to a profile TOML file.
+    /// sn540-mini, sn540-mini-slc, sn540-960g-mini, sn640, tiny-ftl; `zns info --list`) or a path to a profile TOML file.
     #[arg(long, default_value = "tiny")]
     profile: String,
     /// Override any profile value by its TOML path, e.g. --set namespace.0.max_open_zones=8 (repeatable).
