@@ -67,6 +67,15 @@ pub enum Role {
     Validation,
 }
 
+impl Role {
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Calibration => "calibration",
+            Role::Validation => "validation",
+        }
+    }
+}
+
 /// One of the paper's cells: our run label, the tables its latencies come
 /// from, and its figures.
 struct Cell {
@@ -422,18 +431,15 @@ pub fn summary(rows: &[Comparison]) -> Vec<String> {
 pub fn csv(rows: &[Comparison]) -> String {
     let mut s = String::from("run,metric,table,paper,ours,error_pct,role\n");
     for r in rows {
-        let role = match r.role {
-            Role::Calibration => "calibration",
-            Role::Validation => "validation",
-        };
         s.push_str(&format!(
-            "{},{},{},{},{:.6},{:.2},{role}\n",
+            "{},{},{},{},{:.6},{:.2},{}\n",
             r.run,
             r.metric.name(),
             r.table,
             r.paper,
             r.ours,
-            r.error_pct
+            r.error_pct,
+            r.role.name()
         ));
     }
     s

@@ -976,10 +976,7 @@ pub fn experiment_text(r: &ExperimentResult) -> String {
                 c.paper,
                 c.ours,
                 c.error_pct,
-                match c.role {
-                    paper::Role::Calibration => "calibration",
-                    paper::Role::Validation => "validation",
-                }
+                c.role.name()
             );
         }
         for line in paper::summary(&r.vs_paper) {
