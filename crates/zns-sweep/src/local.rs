@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::Instant;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::point::{run_point, Point, Record, Status};
 use crate::store;
@@ -35,7 +35,8 @@ pub struct Options {
 }
 
 /// What a sweep did (host times are the machine's, not the table's).
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Summary {
     pub points: usize,
     /// Points run by this invocation.

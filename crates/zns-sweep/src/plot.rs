@@ -1,7 +1,8 @@
 //! A sweep's table as a figure in the project's style (zns-plot's line
 //! chart): one column against another, one line per value of a third;
 //! the rows of a line that share an x (seeds, or parameters not plotted)
-//! are averaged. Only the points that ran to the end are drawn. Next to
+//! are averaged. Only the points that ran to the end are drawn (a table
+//! without a `status` column: every row). Next to
 //! the PNG, a CSV of the numbers drawn.
 
 use std::collections::BTreeMap;
@@ -29,13 +30,14 @@ pub fn series(table: &Table, spec: &PlotSpec) -> Result<Vec<Line>, SweepError> {
     let x = table.column(&spec.x)?;
     let y = table.column(&spec.y)?;
     let by = spec.by.as_deref().map(|b| table.column(b)).transpose()?;
-    let status = table.column("status")?;
+    // a table without `status` (a frame of the user's) has every row drawn
+    let status = table.columns.iter().position(|c| c == "status");
     // line label -> x (as bits, ordered by value) -> (sum, n); labels in first-seen order
     let mut order: Vec<String> = Vec::new();
     let mut acc: BTreeMap<String, BTreeMap<i64, (f64, f64, usize)>> = BTreeMap::new();
     let mut numeric_x = 0usize;
     for row in &table.rows {
-        if row[status].as_str() != Some("ok") {
+        if status.is_some_and(|s| row[s].as_str() != Some("ok")) {
             continue;
         }
         let (Some(xv), Some(yv)) = (row[x].as_f64(), row[y].as_f64()) else {
