@@ -321,12 +321,7 @@ fn crashtest(p: &Params) -> Result<Value, String> {
         Some(name) => zns_device::Profile::load(&name).map_err(|e| format!("profile: {e}"))?,
         None => crashtest::crash_profile(),
     };
-    let lba_bytes = profile
-        .first_zoned()
-        .and_then(|i| match &profile.namespaces[i] {
-            zns_device::NamespaceProfile::Zoned(z) => Some(u64::from(z.lba_bytes)),
-            _ => None,
-        })
+    let lba_bytes = crashtest::member_lba_bytes(&profile)
         .ok_or("profile: the member profile has no zoned namespace")?;
     if chunk_kib == 0 || (chunk_kib * 1024) % lba_bytes != 0 {
         return Err(format!(
