@@ -21,6 +21,7 @@ pub mod error;
 mod keymap;
 mod lru;
 pub mod metrics;
+pub mod paper;
 pub mod plot;
 pub mod remote;
 pub mod report;

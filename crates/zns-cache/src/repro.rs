@@ -12,7 +12,8 @@
 //!   host GC relocations and host WAF.
 //!
 //! Every experiment takes the block device as a parameter (profile and
-//! NSID); the default is the FTL SSD `sn540-mini` (device GC). A block device
+//! NSID); the default is the FTL SSD `sn540-960g-mini` (the paper's SN540,
+//! device GC; docs/zncache.md, "Calibration"). A block device
 //! without GC (`zn540-cns`) is labelled so in every report.
 
 use std::fmt::Write as _;
@@ -23,6 +24,7 @@ use zns_device::{NamespaceProfile, Profile};
 
 use crate::cache::{CacheConfig, FetchOrder, Policy};
 use crate::error::CacheError;
+use crate::paper::{self, Comparison, Metric};
 use crate::remote::RemoteLatency;
 use crate::run::{run_cache, DeviceSpec, Precondition, Progress, RunReport, RunSpec, WorkloadSpec};
 use crate::workload::Distribution;
@@ -55,14 +57,14 @@ pub struct ReproOptions {
 }
 
 impl ReproOptions {
-    /// The defaults: zn540 vs the FTL SSD sn540-mini NSID 1.
+    /// The defaults: zn540 vs the FTL SSD sn540-960g-mini NSID 1.
     pub fn new() -> Result<ReproOptions, CacheError> {
         let load = |n: &str| Profile::builtin(n).map_err(|e| CacheError::Device(e.to_string()));
         Ok(ReproOptions {
             zns_profile: load("zn540")?,
-            block_profile: load("sn540-mini")?,
+            block_profile: load("sn540-960g-mini")?,
             block_nsid: 1,
-            block_label: block_label("sn540-mini", 1, true),
+            block_label: block_label("sn540-960g-mini", 1, true),
             scale: Scale::Default,
             seed: 1,
             experiments: vec!['a', 'b', 'c', 'd'],
@@ -103,6 +105,9 @@ pub struct ExperimentResult {
     pub paper: String,
     /// Whether each of the paper's statements holds here, by direction.
     pub checks: Vec<Check>,
+    /// Every figure of the paper's appendix B that a run of this experiment
+    /// has a cell for, against ours (calibration or validation).
+    pub vs_paper: Vec<Comparison>,
 }
 
 /// One statement of the paper checked against our run: its direction (or,
@@ -296,20 +301,6 @@ fn dist_label(d: Distribution) -> &'static str {
     }
 }
 
-/// The paper's measured cells (appendix B): chunk label, distribution,
-/// ratio, get GiB/s ZNS and block (Table 8), mean get latency ms ZNS and
-/// block (Table 5). Printed beside ours for comparison, never used as results.
-const PAPER_CELLS: [(&str, &str, u32, f64, f64, f64, f64); 8] = [
-    ("512M", "UNIF", 10, 1.043, 0.622, 30434.25, 51219.31),
-    ("512M", "UNIF", 2, 1.520, 0.564, 20797.86, 56353.88),
-    ("512M", "ZIPF", 10, 1.829, 0.825, 17217.21, 38448.44),
-    ("512M", "ZIPF", 2, 2.125, 1.230, 14512.1, 25649.63),
-    ("64K", "UNIF", 10, 0.023, 0.023, 172.5, 171.74),
-    ("64K", "UNIF", 2, 0.034, 0.035, 115.92, 112.2),
-    ("64K", "ZIPF", 10, 0.086, 0.087, 45.52, 45.13),
-    ("64K", "ZIPF", 2, 0.173, 0.178, 22.52, 21.87),
-];
-
 /// (a) and (b): ZNS vs block over the distribution × ratio grid.
 fn zns_vs_block(ctx: &mut Ctx, id: char) -> Result<ExperimentResult, CacheError> {
     let s = sizes(ctx.opts.scale);
@@ -359,15 +350,18 @@ fn zns_vs_block(ctx: &mut Ctx, id: char) -> Result<ExperimentResult, CacheError>
         thr_sum += dt;
         lat_sum += dl;
         n += 1.0;
-        let paper_cell = PAPER_CELLS
-            .iter()
-            .find(|c| c.0 == chunk_label(chunk) && c.1 == dist_label(dist) && c.2 == ratio as u32)
-            .map_or(String::new(), |c| {
-                format!(
-                    " [paper: {:.3} vs {:.3} GiB/s, {:.2} vs {:.2} ms]",
-                    c.3, c.4, c.5, c.6
-                )
-            });
+        let paper_of = |side: &str, m: Metric| paper::figure(&format!("{side}-{tag}"), m);
+        let paper_cell = match (
+            paper_of("ZNS", Metric::GetGibS),
+            paper_of("Block", Metric::GetGibS),
+            paper_of("ZNS", Metric::GetMeanMs),
+            paper_of("Block", Metric::GetMeanMs),
+        ) {
+            (Some(zt), Some(bt), Some(zl), Some(bl)) => {
+                format!(" [paper: {zt:.3} vs {bt:.3} GiB/s, {zl:.2} vs {bl:.2} ms]")
+            }
+            _ => String::new(),
+        };
         findings.push(format!(
             "{tag}: get throughput ZNS {:.4} vs block {:.4} GiB/s ({dt:+.1}%), mean get latency {:.2} vs {:.2} ms ({dl:+.1}%), p99 {:.2} vs {:.2} ms ({dp:+.1}%), hit ratio {:.3} vs {:.3}{paper_cell}",
             z.report.get_gib_s, b.report.get_gib_s, z.report.get.mean_ms, b.report.get.mean_ms,
@@ -439,6 +433,7 @@ fn zns_vs_block(ctx: &mut Ctx, id: char) -> Result<ExperimentResult, CacheError>
         findings,
         paper,
         checks,
+        vs_paper: Vec::new(),
     })
 }
 
@@ -492,7 +487,6 @@ fn device_waf_after(r: &RunReport, t_s: f64, interval_s: f64) -> Option<f64> {
 /// (c): throughput before and after the first full device fill.
 fn gc_experiment(ctx: &mut Ctx) -> Result<ExperimentResult, CacheError> {
     let s = sizes(ctx.opts.scale);
-    let chunk = 256u64 << 20;
     let region = zns_region_bytes(&ctx.opts.zns_profile)?;
     // On a block device with an FTL the cache spans the whole drive, as in
     // the paper, so that its writes fill the device and the device's GC runs.
@@ -502,27 +496,48 @@ fn gc_experiment(ctx: &mut Ctx) -> Result<ExperimentResult, CacheError> {
             .max((cap.saturating_sub(1 << 20) / region).min(u64::from(u32::MAX)) as u32),
         None => s.c_regions,
     };
-    let cache = CacheConfig {
-        policy: Policy::Zplru,
-        chunk_bytes: chunk,
-        zones: Some(zones),
-        zone_high: 1,
-        zone_low: 2,
-        ..CacheConfig::default()
-    };
-    let cache_bytes = u64::from(zones) * (region / chunk) * chunk;
-    // Uniform 1:10 is ~90% misses: requests ≈ writes.
-    let requests = ((cache_bytes as f64 * s.c_fills) / chunk as f64 / 0.9) as u64;
     let mut runs = Vec::new();
     let mut findings = Vec::new();
     let mut block_name = String::new();
     let interval_s = 1.0;
     let mut per_remote: Vec<RemoteRun> = Vec::new();
-    for (remote, rl) in [
-        (RemoteLatency::Measured, "3.2s"),
-        (RemoteLatency::MeasuredSpread, "3.2s-spread"),
-        (RemoteLatency::Fixed { ns: 0 }, "0s"),
+    let mut requests_256 = 0;
+    // The paper's GC rows: 256 MiB chunks with its 3.2 s sleep and without,
+    // plus appendix A's spread; 512 MiB chunks with its 5.3 s sleep and
+    // without (Tables 11–16).
+    const MIB256: u64 = 256 << 20;
+    for (chunk, remote, rl) in [
+        (MIB256, RemoteLatency::Measured, "3.2s"),
+        (MIB256, RemoteLatency::MeasuredSpread, "3.2s-spread"),
+        (MIB256, RemoteLatency::Fixed { ns: 0 }, "0s"),
+        (
+            512 << 20,
+            RemoteLatency::Fixed { ns: 5_300_000_000 },
+            "5.3s",
+        ),
+        (512 << 20, RemoteLatency::Fixed { ns: 0 }, "0s"),
     ] {
+        let cache = CacheConfig {
+            policy: Policy::Zplru,
+            chunk_bytes: chunk,
+            zones: Some(zones),
+            zone_high: 1,
+            zone_low: 2,
+            ..CacheConfig::default()
+        };
+        let cache_bytes = u64::from(zones) * (region / chunk) * chunk;
+        // Uniform 1:10 is ~90% misses: requests ≈ writes.
+        let requests = ((cache_bytes as f64 * s.c_fills) / chunk as f64 / 0.9) as u64;
+        if chunk == MIB256 {
+            requests_256 = requests;
+        }
+        let cl = chunk_label(chunk);
+        // the 256 MiB rows are the experiment proper (Figs. 5–7)
+        let tag = if chunk == MIB256 {
+            format!("remote {rl}")
+        } else {
+            format!("{cl}, remote {rl}")
+        };
         let wl = WorkloadSpec::Generated {
             distribution: Distribution::Uniform,
             ratio: 10.0,
@@ -538,8 +553,8 @@ fn gc_experiment(ctx: &mut Ctx) -> Result<ExperimentResult, CacheError> {
         bs.interval_ns = 1_000_000_000;
         let bcap = block_capacity_bytes(&bs.device)?;
         block_name = block_description(ctx.opts, grown);
-        let z = ctx.run(&format!("ZNS-256M-UNIF-10-{rl}"), zs)?;
-        let b = ctx.run(&format!("Block-256M-UNIF-10-{rl}"), bs)?;
+        let z = ctx.run(&format!("ZNS-{cl}-UNIF-10-{rl}"), zs)?;
+        let b = ctx.run(&format!("Block-{cl}-UNIF-10-{rl}"), bs)?;
         let mut change = [None, None];
         let mut write_change = [None, None];
         for (i, (name, r, cap)) in [
@@ -577,44 +592,46 @@ fn gc_experiment(ctx: &mut Ctx) -> Result<ExperimentResult, CacheError> {
                     change[i] = Some(after / before.max(f64::MIN_POSITIVE));
                     write_change[i] = Some(w_after / w_before.max(f64::MIN_POSITIVE));
                     findings.push(format!(
-                        "remote {rl}, {name}: first disk write at {t_first:.0} s, first full fill at {t_fill:.0} s; between them / after: get throughput {before:.4} / {after:.4} GiB/s ({:+.1}%), mean get latency {lat_before:.0} / {lat_after:.0} ms ({:+.1}%), disk writes {w_before:.3} / {w_after:.3} GiB/s ({:+.1}%){waf}",
+                        "{tag}, {name}: first disk write at {t_first:.0} s, first full fill at {t_fill:.0} s; between them / after: get throughput {before:.4} / {after:.4} GiB/s ({:+.1}%), mean get latency {lat_before:.0} / {lat_after:.0} ms ({:+.1}%), disk writes {w_before:.3} / {w_after:.3} GiB/s ({:+.1}%){waf}",
                         pct(after, before),
                         pct(lat_after, lat_before),
                         pct(w_after, w_before)
                     ));
                 }
                 None => findings.push(format!(
-                    "remote {rl}, {name}: the run did not fill the device once"
+                    "{tag}, {name}: the run did not fill the device once"
                 )),
             }
         }
-        per_remote.push(RemoteRun {
-            remote: rl,
-            zns_gib_s: z.report.get_gib_s,
-            block_gib_s: b.report.get_gib_s,
-            block_change_pct: change[1].map(|c| (c - 1.0) * 100.0),
-            block_vs_zns_pct: match change {
-                [Some(zc), Some(bc)] => Some((bc / zc - 1.0) * 100.0),
-                _ => None,
-            },
-        });
+        if chunk == MIB256 {
+            per_remote.push(RemoteRun {
+                remote: rl,
+                zns_gib_s: z.report.get_gib_s,
+                block_gib_s: b.report.get_gib_s,
+                block_change_pct: change[1].map(|c| (c - 1.0) * 100.0),
+                block_vs_zns_pct: match change {
+                    [Some(zc), Some(bc)] => Some((bc / zc - 1.0) * 100.0),
+                    _ => None,
+                },
+            });
+        }
         if let [Some(zc), Some(bc)] = change {
             // ZNS has no device GC: its change is the cache's own warm-up
             // (hit ratio), the control for the block device's change.
             findings.push(format!(
-                "remote {rl}: block throughput change after the fill relative to ZNS's (the cache's warm-up as control): {:+.1}%",
+                "{tag}: block throughput change after the fill relative to ZNS's (the cache's warm-up as control): {:+.1}%",
                 (bc / zc - 1.0) * 100.0
             ));
         }
         if let [Some(zc), Some(bc)] = write_change {
             findings.push(format!(
-                "remote {rl}: disk write rate after the fill: block {:+.1}%, ZNS {:+.1}% (device GC shows here, without the hit ratio)",
+                "{tag}: disk write rate after the fill: block {:+.1}%, ZNS {:+.1}% (device GC shows here, without the hit ratio)",
                 (bc - 1.0) * 100.0,
                 (zc - 1.0) * 100.0
             ));
         }
         findings.push(format!(
-            "remote {rl}: get throughput ZNS {:.4} vs block {:.4} GiB/s ({:+.1}%), mean get latency {:.0} vs {:.0} ms",
+            "{tag}: get throughput ZNS {:.4} vs block {:.4} GiB/s ({:+.1}%), mean get latency {:.0} vs {:.0} ms",
             z.report.get_gib_s,
             b.report.get_gib_s,
             pct(z.report.get_gib_s, b.report.get_gib_s),
@@ -626,9 +643,9 @@ fn gc_experiment(ctx: &mut Ctx) -> Result<ExperimentResult, CacheError> {
     }
     Ok(ExperimentResult {
         id: 'c',
-        title: "GC experiment: trimmed device, 256 MiB chunks, uniform 1:10".into(),
+        title: "GC experiment: trimmed device, 256 MiB chunks (and the 512 MiB rows), uniform 1:10".into(),
         scaling: format!(
-            "{zones} regions of {} (paper: the whole 904-zone drive), {requests} requests ≈ {:.1} cache fills of writes (paper: 6 TiB ≈ 6 drive fills), remote 3.2 s (constant, as the paper's sleep), 3.2 ± 0.86 s (log-normal, appendix A's spread) and 0 s; a miss holds its zone across the fetch (ZNCache)",
+            "{zones} regions of {} (paper: the whole 904-zone drive), {requests_256} requests of 256 MiB ≈ {:.1} cache fills of writes (paper: 6 TiB ≈ 6 drive fills), remote 3.2 s (constant, as the paper's sleep), 3.2 ± 0.86 s (log-normal, appendix A's spread) and 0 s; 512 MiB rows as many fills, 5.3 s (the paper's sleep) and 0 s; a miss holds its zone across the fetch (ZNCache)",
             crate::units::fmt_bytes(region),
             s.c_fills
         ),
@@ -637,6 +654,7 @@ fn gc_experiment(ctx: &mut Ctx) -> Result<ExperimentResult, CacheError> {
         findings,
         paper: "block throughput −35.4%, latency +51.0%, tail +55.6% after the first full fill; ZNS steady; with 0 s remote latency ZNS gains, block does not (Figs. 5–7)".into(),
         checks: gc_checks(&per_remote),
+        vs_paper: Vec::new(),
     })
 }
 
@@ -820,6 +838,7 @@ fn policy_experiment(ctx: &mut Ctx) -> Result<ExperimentResult, CacheError> {
         findings,
         paper: "not evaluated in the paper (CLRU \"was implemented but bugs remain\"); expected: CLRU hit ratio above ZPLRU's".into(),
         checks,
+        vs_paper: Vec::new(),
     })
 }
 
@@ -836,7 +855,7 @@ pub fn run_repro(
     let mut ctx = Ctx { opts, progress };
     let mut out = Vec::new();
     for &e in &opts.experiments {
-        let r = match e {
+        let mut r = match e {
             'a' | 'b' => zns_vs_block(&mut ctx, e)?,
             'c' => gc_experiment(&mut ctx)?,
             'd' => policy_experiment(&mut ctx)?,
@@ -846,6 +865,7 @@ pub fn run_repro(
                 )))
             }
         };
+        r.vs_paper = paper::compare(&r.runs);
         if let Some(dir) = &opts.out_dir {
             write_experiment(&r, dir)?;
         }
@@ -875,6 +895,12 @@ fn write_experiment(r: &ExperimentResult, dir: &std::path::Path) -> Result<(), C
             let p = dir.join(format!("zncache-{}-{gi}-{name}.png", r.id));
             crate::plot::draw(&chart, &p)?;
         }
+    }
+    if !r.vs_paper.is_empty() {
+        crate::report::write_file(
+            &dir.join(format!("zncache-{}-vs-paper.csv", r.id)),
+            paper::csv(&r.vs_paper).as_bytes(),
+        )?;
     }
     crate::report::write_file(
         &dir.join(format!("zncache-{}.txt", r.id)),
@@ -933,6 +959,29 @@ pub fn experiment_text(r: &ExperimentResult) -> String {
             c.paper,
             c.ours
         );
+    }
+    if !r.vs_paper.is_empty() {
+        let _ = writeln!(
+            s,
+            "  vs paper (appendix B): {:<26} {:<19} {:>5} {:>12} {:>12} {:>8}  role",
+            "run", "metric", "table", "paper", "ours", "error"
+        );
+        for c in &r.vs_paper {
+            let _ = writeln!(
+                s,
+                "  vs paper (appendix B): {:<26} {:<19} {:>5} {:>12.3} {:>12.3} {:>+7.1}%  {}",
+                c.run,
+                c.metric.name(),
+                c.table,
+                c.paper,
+                c.ours,
+                c.error_pct,
+                c.role.name()
+            );
+        }
+        for line in paper::summary(&r.vs_paper) {
+            let _ = writeln!(s, "  {line}");
+        }
     }
     s
 }

@@ -245,8 +245,8 @@ pub struct ReproArgs {
     /// Experiments to run, comma-separated: a, b, c, d.
     #[arg(long, default_value = "a,b,c,d")]
     exp: String,
-    /// The block device profile the block runs use (default: the FTL SSD sn540-mini; zn540-cns has no device GC).
-    #[arg(long, default_value = "sn540-mini")]
+    /// The block device profile the block runs use (default: the FTL SSD sn540-960g-mini, the paper's SN540 scaled down; zn540-cns has no device GC).
+    #[arg(long, default_value = "sn540-960g-mini")]
     block_device: String,
     /// Its namespace.
     #[arg(long, default_value_t = 1)]

@@ -40,6 +40,7 @@ mod progress;
 mod raid;
 mod serve;
 mod study;
+mod sweep;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -71,6 +72,7 @@ Examples:
   zns export-zones dev.img --libzbd-dump dev_zone_info.dump
                                            its zones for Debian's `zbd report FILE`
   sudo zns serve zn540 --zones 64          the emulated ZN540 as /dev/ublkbN (ublk, Linux >= 6.6)
+  zns sweep examples/sweeps/crashtest.toml a parameter sweep on every core (or --engine ray)
 
 Exit codes: 0 ok, 1 the device rejected a command, 2 wrong arguments,
 3 bad profile/trace/image/job file, 4 file I/O error.";
@@ -118,13 +120,18 @@ enum Command {
     /// Serve emulated devices (profiles, images, RAID arrays) as Linux block devices through ublk until SIGINT/SIGTERM: zoned namespaces as host-managed zoned devices. Needs Linux >= 6.6, ublk_drv, root.
     #[command(after_help = serve::SERVE_HELP)]
     Serve(serve::ServeArgs),
+    /// Run a parameter sweep (a TOML file: crash tests, fio jobs, cache runs or repros over a grid of
+    /// values and seeds) on this machine's cores or a Ray cluster; one record per point, the merged
+    /// table as CSV and Parquet, resumable. `zns sweep --help` explains.
+    #[command(after_help = sweep::SWEEP_HELP)]
+    Sweep(sweep::SweepArgs),
 }
 
 /// Which profile, with overrides.
 #[derive(Args, Clone)]
 struct ProfileArgs {
     /// Built-in profile name (zn540, zn540-cns, zn540-lbaf0, pm1731a, tiny, sn540, sn540-slc,
-    /// sn540-mini, sn540-mini-slc, sn640, tiny-ftl; `zns info --list`) or a path to a profile TOML file.
+    /// sn540-mini, sn540-mini-slc, sn540-960g-mini, sn640, tiny-ftl; `zns info --list`) or a path to a profile TOML file.
     #[arg(long, default_value = "tiny")]
     profile: String,
     /// Override any profile value by its TOML path, e.g. --set namespace.0.max_open_zones=8 (repeatable).
@@ -515,6 +522,7 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Raid(cmd) => raid::raid(cmd),
         Command::ExportZones(args) => export::export_zones(args),
         Command::Serve(args) => serve::serve(args),
+        Command::Sweep(args) => sweep::sweep(args),
     }
 }
 

@@ -132,12 +132,7 @@ fn crashtest_cmd(args: CrashtestArgs) -> Result<ExitCode, CliError> {
     };
     // a chunk the array cannot be made with is a wrong argument, not data
     // lost in every trial
-    let lba_bytes = profile
-        .first_zoned()
-        .and_then(|i| match &profile.namespaces[i] {
-            zns_device::NamespaceProfile::Zoned(z) => Some(u64::from(z.lba_bytes)),
-            _ => None,
-        })
+    let lba_bytes = crashtest::member_lba_bytes(&profile)
         .ok_or_else(|| CliError::Input("the member profile has no zoned namespace".into()))?;
     if args.chunk_kib == 0 || (args.chunk_kib * 1024) % lba_bytes != 0 {
         return Err(CliError::Usage(format!(

@@ -216,7 +216,7 @@ fn repro_runs_quick() {
     assert_eq!(code(&o), 0, "{}", text(&o.stderr));
     let s = text(&o.stdout);
     assert!(
-        s.contains("ZPLRU vs CLRU") && s.contains("block device: sn540-mini nsid 1"),
+        s.contains("ZPLRU vs CLRU") && s.contains("block device: sn540-960g-mini nsid 1"),
         "{s}"
     );
     assert!(s.contains("relocated"), "{s}");
@@ -226,6 +226,48 @@ fn repro_runs_quick() {
             || s.contains("check [DOES NOT HOLD] ZIPF-10: CLRU hit ratio above ZPLRU's"),
         "{s}"
     );
+}
+
+/// (c) runs the paper's 256 MiB and 512 MiB GC rows, and every run with a
+/// cell in the paper's appendix B is compared with it figure by figure, as
+/// validation (only the block drive's 64 KiB disk latencies calibrate).
+#[test]
+fn repro_compares_with_the_papers_cells() {
+    let o = zns(&[
+        "repro",
+        "zncache",
+        "--quick",
+        "--exp",
+        "c",
+        "--block-device",
+        "zn540-cns",
+        "--workers",
+        "8",
+        "--json",
+        "--eta",
+        "never",
+    ]);
+    assert_eq!(code(&o), 0, "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let c = &v.as_array().unwrap()[0];
+    let labels: Vec<&str> = c["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["label"].as_str().unwrap())
+        .collect();
+    assert!(labels.contains(&"Block-512M-UNIF-10-5.3s"), "{labels:?}");
+    let rows = c["vs_paper"].as_array().unwrap();
+    // 8 runs with a paper cell (the spread rows have none) × 6 latencies
+    assert_eq!(rows.len(), 48, "{rows:?}");
+    let row = rows
+        .iter()
+        .find(|r| r["run"] == "Block-256M-UNIF-10-3.2s" && r["metric"] == "get-mean-ms")
+        .unwrap();
+    assert_eq!(row["table"], 11);
+    assert_eq!(row["paper"], 19701.04);
+    assert_eq!(row["role"], "validation");
+    assert!(row["ours"].as_f64().unwrap() > 0.0);
 }
 
 /// One size rule (fio's) for `--chunk` and a `raid:` name's `chunk=`:

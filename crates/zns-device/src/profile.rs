@@ -205,6 +205,10 @@ const BUILTIN: &[(&str, &str)] = &[
         "sn540-mini",
         include_str!("../../../profiles/sn540-mini.toml"),
     ),
+    (
+        "sn540-960g-mini",
+        include_str!("../../../profiles/sn540-960g-mini.toml"),
+    ),
     ("sn640", include_str!("../../../profiles/sn640.toml")),
     ("tiny-ftl", include_str!("../../../profiles/tiny-ftl.toml")),
 ];

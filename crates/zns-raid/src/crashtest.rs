@@ -131,6 +131,17 @@ pub fn crash_profile() -> Profile {
     .expect("valid overrides")
 }
 
+/// The block size of a member profile's zoned namespace (None: it has
+/// none), which a chunk must be a whole number of.
+pub fn member_lba_bytes(profile: &Profile) -> Option<u64> {
+    profile
+        .first_zoned()
+        .and_then(|i| match &profile.namespaces[i] {
+            zns_device::NamespaceProfile::Zoned(z) => Some(u64::from(z.lba_bytes)),
+            _ => None,
+        })
+}
+
 impl CrashConfig {
     pub fn new(policy: Policy) -> CrashConfig {
         CrashConfig {

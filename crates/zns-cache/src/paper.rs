@@ -1,0 +1,515 @@
+//! The ZNCache paper's measured cells (zncache-2025, appendix B, Tables
+//! 5–16) and their comparison with our runs, cell by cell and metric by
+//! metric, each row marked as calibration or validation.
+//!
+//! Calibration set (docs/zncache.md, "Calibration"): the block drive's disk
+//! latencies in the 64 KiB experiment (Tables 6 and 7), the drive's
+//! light-load 64 KiB reads and writes. Everything else the paper measured
+//! (the 512 MiB cells of Tables 5–10, the GC experiment's Tables 11–16, and
+//! every ZNS cell, whose drive is calibrated on other data) validates: it is
+//! reported, never fitted.
+
+use serde::Serialize;
+
+use crate::repro::LabelledRun;
+use crate::run::RunReport;
+
+/// A measured quantity of one run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Metric {
+    GetMeanMs,
+    GetP99Ms,
+    DiskWriteMeanMs,
+    DiskWriteP99Ms,
+    DiskReadMeanMs,
+    DiskReadP99Ms,
+    GetGibS,
+    DiskReadGibS,
+    DiskWriteGibS,
+}
+
+impl Metric {
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::GetMeanMs => "get mean ms",
+            Metric::GetP99Ms => "get p99 ms",
+            Metric::DiskWriteMeanMs => "disk write mean ms",
+            Metric::DiskWriteP99Ms => "disk write p99 ms",
+            Metric::DiskReadMeanMs => "disk read mean ms",
+            Metric::DiskReadP99Ms => "disk read p99 ms",
+            Metric::GetGibS => "get GiB/s",
+            Metric::DiskReadGibS => "disk read GiB/s",
+            Metric::DiskWriteGibS => "disk write GiB/s",
+        }
+    }
+
+    fn of(self, r: &RunReport) -> f64 {
+        match self {
+            Metric::GetMeanMs => r.get.mean_ms,
+            Metric::GetP99Ms => r.get.p99_ms,
+            Metric::DiskWriteMeanMs => r.disk_write.mean_ms,
+            Metric::DiskWriteP99Ms => r.disk_write.p99_ms,
+            Metric::DiskReadMeanMs => r.disk_read.mean_ms,
+            Metric::DiskReadP99Ms => r.disk_read.p99_ms,
+            Metric::GetGibS => r.get_gib_s,
+            Metric::DiskReadGibS => r.read_gib_s,
+            Metric::DiskWriteGibS => r.write_gib_s,
+        }
+    }
+}
+
+/// Whether a paper figure was used to set the block drive's parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Role {
+    Calibration,
+    Validation,
+}
+
+impl Role {
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Calibration => "calibration",
+            Role::Validation => "validation",
+        }
+    }
+}
+
+/// One of the paper's cells: our run label, the tables its latencies come
+/// from, and its figures.
+struct Cell {
+    run: &'static str,
+    /// get, disk write and disk read latency tables (5, 6, 7 or 11–16).
+    tables: [u8; 3],
+    /// get, disk write and disk read latency: mean and p99, ms.
+    latency_ms: [[f64; 2]; 3],
+    /// get, disk read and disk write throughput (Tables 8, 9, 10), GiB/s;
+    /// the GC experiment has none in tables.
+    gib_s: Option<[f64; 3]>,
+}
+
+const fn grid(
+    run: &'static str,
+    get: [f64; 2],
+    write: [f64; 2],
+    read: [f64; 2],
+    gib_s: [f64; 3],
+) -> Cell {
+    Cell {
+        run,
+        tables: [5, 6, 7],
+        latency_ms: [get, write, read],
+        gib_s: Some(gib_s),
+    }
+}
+
+const fn gc(
+    run: &'static str,
+    zero_remote: bool,
+    get: [f64; 2],
+    write: [f64; 2],
+    read: [f64; 2],
+) -> Cell {
+    Cell {
+        run,
+        tables: if zero_remote {
+            [12, 14, 16]
+        } else {
+            [11, 13, 15]
+        },
+        latency_ms: [get, write, read],
+        gib_s: None,
+    }
+}
+
+/// Appendix B as printed (the run names are ours, the same as the paper's
+/// row names; the GC rows add the remote latency).
+const CELLS: [Cell; 24] = [
+    grid(
+        "ZNS-512M-UNIF-10",
+        [30434.25, 121594.3],
+        [1467.7, 3973.54],
+        [451.61, 1278.2],
+        [1.043, 0.102, 0.941],
+    ),
+    grid(
+        "Block-512M-UNIF-10",
+        [51219.31, 297634.35],
+        [6612.51, 52602.35],
+        [2018.36, 2644.16],
+        [0.622, 0.060, 0.561],
+    ),
+    grid(
+        "ZNS-512M-UNIF-2",
+        [20797.86, 115668.18],
+        [2804.45, 5500.31],
+        [909.75, 2097.4],
+        [1.520, 0.743, 0.786],
+    ),
+    grid(
+        "Block-512M-UNIF-2",
+        [56353.88, 358656.23],
+        [18263.94, 48869.13],
+        [2609.59, 3636.54],
+        [0.564, 0.276, 0.289],
+    ),
+    grid(
+        "ZNS-512M-ZIPF-10",
+        [17217.21, 120884.2],
+        [4002.84, 6840.87],
+        [1367.41, 2752.36],
+        [1.829, 1.154, 0.685],
+    ),
+    grid(
+        "Block-512M-ZIPF-10",
+        [38448.44, 321128.22],
+        [16700.43, 54572.31],
+        [3344.54, 6318.5],
+        [0.825, 0.520, 0.308],
+    ),
+    grid(
+        "ZNS-512M-ZIPF-2",
+        [14512.1, 140618.34],
+        [13220.55, 25297.1],
+        [3701.99, 6935.28],
+        [2.125, 1.799, 0.346],
+    ),
+    grid(
+        "Block-512M-ZIPF-2",
+        [25649.63, 213772.96],
+        [29051.69, 65231.09],
+        [12702.44, 18735.18],
+        [1.230, 1.043, 0.198],
+    ),
+    grid(
+        "ZNS-64K-UNIF-10",
+        [172.5, 693.76],
+        [0.07, 0.12],
+        [0.31, 0.63],
+        [0.023, 0.002, 0.021],
+    ),
+    grid(
+        "Block-64K-UNIF-10",
+        [171.74, 693.86],
+        [0.07, 0.1],
+        [0.3, 0.62],
+        [0.023, 0.002, 0.021],
+    ),
+    grid(
+        "ZNS-64K-UNIF-2",
+        [115.92, 629.02],
+        [0.07, 0.12],
+        [0.32, 0.65],
+        [0.034, 0.013, 0.021],
+    ),
+    grid(
+        "Block-64K-UNIF-2",
+        [112.2, 630.11],
+        [0.07, 0.11],
+        [0.3, 0.62],
+        [0.035, 0.014, 0.021],
+    ),
+    grid(
+        "ZNS-64K-ZIPF-10",
+        [45.52, 488.2],
+        [0.07, 0.11],
+        [0.33, 0.79],
+        [0.086, 0.065, 0.021],
+    ),
+    grid(
+        "Block-64K-ZIPF-10",
+        [45.13, 488.72],
+        [0.07, 0.11],
+        [0.31, 0.72],
+        [0.087, 0.066, 0.021],
+    ),
+    grid(
+        "ZNS-64K-ZIPF-2",
+        [22.52, 367.69],
+        [0.07, 0.11],
+        [0.33, 0.83],
+        [0.173, 0.151, 0.021],
+    ),
+    grid(
+        "Block-64K-ZIPF-2",
+        [21.87, 367.37],
+        [0.07, 0.12],
+        [0.31, 0.78],
+        [0.178, 0.157, 0.021],
+    ),
+    gc(
+        "ZNS-256M-UNIF-10-3.2s",
+        false,
+        [17228.71, 68451.80],
+        [674.14, 1614.04],
+        [199.70, 364.03],
+    ),
+    gc(
+        "Block-256M-UNIF-10-3.2s",
+        false,
+        [19701.04, 85580.73],
+        [1295.94, 3056.81],
+        [1335.24, 3210.52],
+    ),
+    gc(
+        "ZNS-512M-UNIF-10-5.3s",
+        false,
+        [30842.60, 123933.37],
+        [1523.29, 3948.19],
+        [430.28, 1192.47],
+    ),
+    gc(
+        "Block-512M-UNIF-10-5.3s",
+        false,
+        [30374.74, 122512.31],
+        [1471.53, 4150.41],
+        [1873.06, 2556.69],
+    ),
+    gc(
+        "ZNS-256M-UNIF-10-0s",
+        true,
+        [13533.11, 53076.77],
+        [2817.61, 3433.91],
+        [1252.33, 1804.61],
+    ),
+    gc(
+        "Block-256M-UNIF-10-0s",
+        true,
+        [19441.10, 85112.27],
+        [4455.82, 7296.20],
+        [4775.61, 8398.39],
+    ),
+    gc(
+        "ZNS-512M-UNIF-10-0s",
+        true,
+        [27305.66, 111870.09],
+        [5697.63, 6767.06],
+        [3266.68, 4275.98],
+    ),
+    gc(
+        "Block-512M-UNIF-10-0s",
+        true,
+        [32995.58, 135029.59],
+        [7492.57, 9392.91],
+        [2348.17, 2829.25],
+    ),
+];
+
+/// One figure of the paper against ours.
+#[derive(Debug, Clone, Serialize)]
+pub struct Comparison {
+    pub run: String,
+    pub metric: Metric,
+    /// The appendix table the paper's figure is from.
+    pub table: u8,
+    pub paper: f64,
+    pub ours: f64,
+    /// (ours − paper) / paper, %.
+    pub error_pct: f64,
+    pub role: Role,
+}
+
+/// The role of a figure: the block drive's 64 KiB disk latencies calibrate,
+/// everything else validates.
+fn role(run: &str, metric: Metric) -> Role {
+    let latency = matches!(
+        metric,
+        Metric::DiskWriteMeanMs
+            | Metric::DiskWriteP99Ms
+            | Metric::DiskReadMeanMs
+            | Metric::DiskReadP99Ms
+    );
+    if latency && run.starts_with("Block-64K-") {
+        Role::Calibration
+    } else {
+        Role::Validation
+    }
+}
+
+impl Cell {
+    /// Every figure of the cell: metric, table, value.
+    fn figures(&self) -> Vec<(Metric, u8, f64)> {
+        const LATENCY: [[Metric; 2]; 3] = [
+            [Metric::GetMeanMs, Metric::GetP99Ms],
+            [Metric::DiskWriteMeanMs, Metric::DiskWriteP99Ms],
+            [Metric::DiskReadMeanMs, Metric::DiskReadP99Ms],
+        ];
+        const RATES: [(Metric, u8); 3] = [
+            (Metric::GetGibS, 8),
+            (Metric::DiskReadGibS, 9),
+            (Metric::DiskWriteGibS, 10),
+        ];
+        let mut out = Vec::new();
+        for ((metrics, table), values) in LATENCY.iter().zip(self.tables).zip(self.latency_ms) {
+            for (m, v) in metrics.iter().zip(values) {
+                out.push((*m, table, v));
+            }
+        }
+        if let Some(rates) = self.gib_s {
+            for ((m, table), v) in RATES.iter().zip(rates) {
+                out.push((*m, *table, v));
+            }
+        }
+        out
+    }
+}
+
+/// The paper's figure for one of our runs, if the paper has the cell.
+pub fn figure(run: &str, metric: Metric) -> Option<f64> {
+    let cell = CELLS.iter().find(|c| c.run == run)?;
+    cell.figures()
+        .into_iter()
+        .find(|(m, _, _)| *m == metric)
+        .map(|(_, _, v)| v)
+}
+
+/// Every paper figure that one of `runs` has a cell for, against ours.
+pub fn compare(runs: &[LabelledRun]) -> Vec<Comparison> {
+    let mut rows = Vec::new();
+    for run in runs {
+        let Some(cell) = CELLS.iter().find(|c| c.run == run.label) else {
+            continue;
+        };
+        for (metric, table, paper) in cell.figures() {
+            let ours = metric.of(&run.report);
+            rows.push(Comparison {
+                run: run.label.clone(),
+                metric,
+                table,
+                paper,
+                ours,
+                error_pct: (ours - paper) / paper * 100.0,
+                role: role(&run.label, metric),
+            });
+        }
+    }
+    rows
+}
+
+/// Mean |error| and the count within 25 % of one group of rows.
+fn group_line(what: &str, rows: &[&Comparison]) -> Option<String> {
+    if rows.is_empty() {
+        return None;
+    }
+    let n = rows.len();
+    let mean = rows.iter().map(|r| r.error_pct.abs()).sum::<f64>() / n as f64;
+    let within = rows.iter().filter(|r| r.error_pct.abs() <= 25.0).count();
+    Some(format!(
+        "{what}: {n} figures, mean |error| {mean:.1}%, {within} of {n} within 25%"
+    ))
+}
+
+/// Summary lines: calibration rows, then validation rows of the block and
+/// of the ZNS runs.
+pub fn summary(rows: &[Comparison]) -> Vec<String> {
+    let pick = |role: Role, prefix: &str| -> Vec<&Comparison> {
+        rows.iter()
+            .filter(|r| r.role == role && r.run.starts_with(prefix))
+            .collect()
+    };
+    [
+        group_line(
+            "vs paper, calibration (block 64 KiB disk latencies)",
+            &pick(Role::Calibration, "Block-"),
+        ),
+        group_line(
+            "vs paper, validation, block runs",
+            &pick(Role::Validation, "Block-"),
+        ),
+        group_line(
+            "vs paper, validation, ZNS runs",
+            &pick(Role::Validation, "ZNS-"),
+        ),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// The rows as CSV.
+pub fn csv(rows: &[Comparison]) -> String {
+    let mut s = String::from("run,metric,table,paper,ours,error_pct,role\n");
+    for r in rows {
+        s.push_str(&format!(
+            "{},{},{},{},{:.6},{:.2},{}\n",
+            r.run,
+            r.metric.name(),
+            r.table,
+            r.paper,
+            r.ours,
+            r.error_pct,
+            r.role.name()
+        ));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_block_drives_64k_disk_latencies_calibrate() {
+        assert_eq!(
+            role("Block-64K-UNIF-10", Metric::DiskReadMeanMs),
+            Role::Calibration
+        );
+        assert_eq!(
+            role("Block-64K-ZIPF-2", Metric::DiskWriteP99Ms),
+            Role::Calibration
+        );
+        assert_eq!(
+            role("Block-64K-ZIPF-2", Metric::GetMeanMs),
+            Role::Validation
+        );
+        assert_eq!(
+            role("ZNS-64K-UNIF-10", Metric::DiskReadMeanMs),
+            Role::Validation
+        );
+        assert_eq!(
+            role("Block-512M-UNIF-10", Metric::DiskReadMeanMs),
+            Role::Validation
+        );
+    }
+
+    #[test]
+    fn every_cell_name_is_unique_and_every_figure_positive() {
+        for (i, c) in CELLS.iter().enumerate() {
+            assert!(CELLS[i + 1..].iter().all(|d| d.run != c.run), "{}", c.run);
+            assert!(c.latency_ms.iter().flatten().all(|v| *v > 0.0), "{}", c.run);
+            // a p99 is never below its mean
+            assert!(c.latency_ms.iter().all(|[m, p]| p >= m), "{}", c.run);
+        }
+    }
+
+    #[test]
+    fn summary_counts_errors_within_a_quarter() {
+        let row = |run: &str, e: f64, role: Role| Comparison {
+            run: run.into(),
+            metric: Metric::GetMeanMs,
+            table: 5,
+            paper: 100.0,
+            ours: 100.0 + e,
+            error_pct: e,
+            role,
+        };
+        let rows = [
+            row("Block-512M-UNIF-10", 10.0, Role::Validation),
+            row("Block-512M-UNIF-2", -40.0, Role::Validation),
+            row("Block-64K-UNIF-2", 5.0, Role::Calibration),
+        ];
+        let s = summary(&rows);
+        assert_eq!(s.len(), 2);
+        assert!(
+            s[0].contains("1 figures, mean |error| 5.0%, 1 of 1"),
+            "{}",
+            s[0]
+        );
+        assert!(
+            s[1].contains("2 figures, mean |error| 25.0%, 1 of 2"),
+            "{}",
+            s[1]
+        );
+    }
+}
