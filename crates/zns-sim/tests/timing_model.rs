@@ -4,7 +4,9 @@
 //! tables of the repository's device profiles (profiles/*.toml).
 
 use proptest::prelude::*;
-use zns_sim::timing::{FlashArray, HostStack, MediaOp, NamespaceKind, TimingProfile, ZrwaMedium};
+use zns_sim::timing::{
+    FlashArray, FtlProgram, HostStack, MediaOp, NamespaceKind, TimingProfile, ZrwaMedium,
+};
 
 mod common;
 use common::{profile, timing_table, PROFILE_NAMES};
@@ -1121,4 +1123,98 @@ fn small_write_background_work_holds_the_engine_not_the_completion() {
         .unwrap_err()
         .0
         .contains("write_engine_small_background_ns"));
+}
+
+fn gc(die: u32, program_units: u64) -> MediaOp {
+    MediaOp::GcRelocate {
+        ns: 2,
+        die,
+        read_units: 0,
+        bytes: 0,
+        program_units,
+        slc_read_units: 0,
+        slc_read_ns: 0,
+    }
+}
+
+/// The ZN540 timing without I/O jitter.
+fn jitterless_zn540() -> TimingProfile {
+    let mut p = profile("zn540");
+    p.io_jitter_ns = 0;
+    p
+}
+
+/// A flash array of `p` with `slots` GC engine slots and an FTL namespace 2.
+fn gc_array(p: &TimingProfile, slots: u32) -> FlashArray {
+    let mut p = p.clone();
+    p.gc_inflight_units = slots;
+    let mut fa = FlashArray::new(&p).expect("valid profile");
+    fa.declare_namespace(2, NamespaceKind::Conventional);
+    fa
+}
+
+/// `gc_inflight_units`: the GC engine has that many program units in flight
+/// at once, device-wide, so relocation work on every die at once takes
+/// `units x tPROG / slots`; without the limit the dies work in parallel.
+#[test]
+fn gc_engine_slots_bound_relocation_throughput() {
+    let p = jitterless_zn540();
+    let tp = p.program_ns;
+    let dies = p.total_dies();
+    let run = |slots: u32| {
+        let mut fa = gc_array(&p, slots);
+        let mut end = 0;
+        // Every die gets 30 units, submitted as 3 slices of 10 at t = 0, 1, 2 ms.
+        for k in 0..3u64 {
+            for d in 0..dies {
+                end = end.max(fa.submit(k * MS, HostStack::Spdk, &gc(d, 10)));
+            }
+        }
+        end
+    };
+    assert_eq!(run(0), 30 * tp, "unlimited: every die in parallel");
+    let total = u64::from(dies) * 30;
+    for slots in [1u32, 4, 16] {
+        let e = run(slots);
+        let ideal = total * tp / u64::from(slots);
+        assert!(
+            e >= ideal && e <= ideal + 30 * tp,
+            "{slots} slots: {e} ns, ideal {ideal}"
+        );
+    }
+}
+
+/// With a bounded GC engine, host data of an FTL namespace is not programmed
+/// before the engine can take new work, whichever die it lands on: the host
+/// cannot run ahead of the GC its writes owe. Without the bound a unit on a
+/// die with no GC queued is programmed at once.
+#[test]
+fn host_units_wait_for_a_busy_gc_engine() {
+    let p = jitterless_zn540();
+    let tp = p.program_ns;
+    let unit = p.program_unit_bytes();
+    let run = |slots: u32| {
+        let mut fa = gc_array(&p, slots);
+        // GC: 20 units on die 0, 10 on die 1 (with two slots, one frees at
+        // 10 tPROG and the other at 20).
+        fa.submit(0, HostStack::Spdk, &gc(0, 10));
+        fa.submit(0, HostStack::Spdk, &gc(1, 10));
+        fa.submit(0, HostStack::Spdk, &gc(0, 10));
+        // One host unit on die 5, which has no GC of its own.
+        let units = [FtlProgram {
+            die: 5,
+            bytes: unit,
+            program_ns: tp,
+        }];
+        fa.submit_ftl_write(0, HostStack::Spdk, 2, 0, unit, false, &units);
+        fa.die_program_until(5)
+    };
+    let free = run(0);
+    assert!(free < 2 * tp, "no GC engine bound: at once ({free} ns)");
+    // Two slots: the first frees when die 1's 10 units end.
+    let gated = run(2);
+    assert!(
+        gated >= 11 * tp && gated < 12 * tp,
+        "two slots: after the first slot frees ({gated} ns)"
+    );
 }

@@ -219,6 +219,9 @@ pub struct FlashArray {
     ra_rate: Rate,
     ra_window: u64,
     ra_trigger: u32,
+    /// GC engine slots (`gc_inflight_units`): when each frees; empty = no
+    /// limit.
+    gc_slots: Vec<u64>,
 }
 
 impl FlashArray {
@@ -286,6 +289,7 @@ impl FlashArray {
             ra_rate: Rate::from_mibps(p.readahead_hit_mibps.max(1)),
             ra_window: u64::from(p.readahead_window_units),
             ra_trigger: p.readahead_trigger_reads,
+            gc_slots: vec![0; p.gc_inflight_units as usize],
             profile: p,
         })
     }
@@ -954,12 +958,17 @@ impl FlashArray {
             // Its units are transferred over the channel in arrival order
             // (an FTL's dies can have long GC queues: a transfer reserved
             // behind one would hold the channel for every other die).
+            // With a bounded GC engine (`gc_inflight_units`) host data is
+            // not programmed before the engine can take new work (its first
+            // slot frees): the host cannot run ahead of the GC its writes
+            // owe, whichever die its units land on.
+            let gate = self.gc_slots.iter().copied().min().unwrap_or(0);
             for u in units.iter().take(MAX_UNITS_PER_COMMAND as usize) {
                 let die = (u64::from(u.die) % self.total_dies) as usize;
                 let ub = u.bytes.min(unit);
                 let ch = (die as u64 % self.n_channels) as usize;
                 let xe = self.channels[ch].program_xfer(adm, self.ch_rate.ns(ub));
-                let pe = self.dies[die].program(xe, u.program_ns, self.seg_ns);
+                let pe = self.dies[die].program(xe.max(gate), u.program_ns, self.seg_ns);
                 self.buffer.release_at(pe, ub);
                 last = last.max(pe);
             }
@@ -1289,13 +1298,42 @@ impl FlashArray {
     ) -> u64 {
         let die = (u64::from(die) % self.total_dies) as usize;
         let unit_read = self.unit_read_ns();
-        let dur = read_units
+        let reads = read_units
             .saturating_mul(unit_read)
-            .saturating_add(slc_read_ns)
-            .saturating_add(program_units.saturating_mul(self.profile.program_ns));
+            .saturating_add(slc_read_ns);
         let ch = (die as u64 % self.n_channels) as usize;
         let xe = self.channels[ch].program_xfer(t, self.ch_rate.ns(bytes.saturating_mul(2)));
-        let e = self.dies[die].program(t, dur, self.seg_ns);
+        if self.gc_slots.is_empty() || program_units == 0 {
+            let dur = reads.saturating_add(program_units.saturating_mul(self.profile.program_ns));
+            return self.dies[die].program(t, dur, self.seg_ns).max(xe);
+        }
+        // GC engine slots: each relocated unit (its share of the reads, then
+        // its program) starts once its die has finished the work queued
+        // before it and a slot is free: the slot freed last before then
+        // (best fit, so a die's units follow each other in one slot), else
+        // the one that frees first; the slot is busy until the program
+        // ends. Very large requests go in at most 1024 pieces.
+        let pieces = program_units.min(1024);
+        let mut e = t;
+        for j in 0..pieces {
+            let units = program_units * (j + 1) / pieces - program_units * j / pieces;
+            let r = reads * (j + 1) / pieces - reads * j / pieces;
+            let dur = r.saturating_add(units.saturating_mul(self.profile.program_ns));
+            let ready = t.max(self.dies[die].prog_until());
+            let mut fit: Option<(usize, u64)> = None;
+            let mut first = (0usize, u64::MAX);
+            for (k, &f) in self.gc_slots.iter().enumerate() {
+                if f <= ready && fit.is_none_or(|(_, b)| f > b) {
+                    fit = Some((k, f));
+                }
+                if f < first.1 {
+                    first = (k, f);
+                }
+            }
+            let (k, free) = fit.unwrap_or(first);
+            e = self.dies[die].program(ready.max(free), dur, self.seg_ns);
+            self.gc_slots[k] = e;
+        }
         e.max(xe)
     }
 

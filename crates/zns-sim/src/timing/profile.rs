@@ -272,6 +272,15 @@ pub struct TimingProfile {
     /// zone resets do not touch the dies (measured on the ZN540). Default 0.
     #[serde(default)]
     pub erase_ns: u64,
+    /// Device-side GC engine of an FTL namespace: how many GC program units
+    /// it may have in flight at once, device-wide (its copy buffer: each GC
+    /// unit holds a slot from when its die starts reading its valid data
+    /// until its program ends). A relocation unit waits for a free slot, so
+    /// GC moves at most `slots x unit / (reads + tPROG)` (Little's law)
+    /// whatever the dies could do; the die idles meanwhile. 0 = no limit
+    /// (the default: GC uses every die at once). docs/timing-model.md.
+    #[serde(default)]
+    pub gc_inflight_units: u32,
     /// A read (or host program) that arrives while a die executes a
     /// lower-priority program waits for the end of the current segment of
     /// this length (program suspend granularity), then pushes that program back.
@@ -559,6 +568,12 @@ impl TimingProfile {
             return Err(format!(
                 "timing.zone_capacity_bytes = {} exceeds timing.zone_size_bytes = {}",
                 self.zone_capacity_bytes, self.zone_size_bytes
+            ));
+        }
+        if self.gc_inflight_units > 1 << 16 {
+            return Err(format!(
+                "timing.gc_inflight_units = {} exceeds the supported maximum 65536",
+                self.gc_inflight_units
             ));
         }
         let min_buffer = self.program_unit_bytes().saturating_mul(4);
