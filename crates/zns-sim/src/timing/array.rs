@@ -1323,7 +1323,7 @@ impl FlashArray {
             let mut fit: Option<(usize, u64)> = None;
             let mut first = (0usize, u64::MAX);
             for (k, &f) in self.gc_slots.iter().enumerate() {
-                if f <= ready && fit.is_none_or(|(_, b)| f > b) {
+                if f <= ready && fit.map_or(true, |(_, b)| f > b) {
                     fit = Some((k, f));
                 }
                 if f < first.1 {
