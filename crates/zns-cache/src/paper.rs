@@ -2,7 +2,7 @@
 //! 5–16) and their comparison with our runs, cell by cell and metric by
 //! metric, each row marked as calibration or validation.
 //!
-//! Calibration set (docs/zncache.md, "Calibration"): the block drive's disk
+//! Calibration set (docs/zncache.md, "The block drive"): the block drive's disk
 //! latencies in the 64 KiB experiment (Tables 6 and 7), the drive's
 //! light-load 64 KiB reads and writes. Everything else the paper measured
 //! (the 512 MiB cells of Tables 5–10, the GC experiment's Tables 11–16, and

@@ -7,13 +7,16 @@
 //! - (c) the GC experiment: a trimmed block device, 256 MiB chunks, uniform
 //!   1:10, the cache spanning the device, several device fills of writes;
 //!   throughput before and after the first full fill, with the remote
-//!   latency and without.
+//!   latency and without; and the paper's 512 MiB GC rows.
 //! - (d) ZPLRU vs CLRU on both backends: hit ratio, throughput, latency,
 //!   host GC relocations and host WAF.
 //!
+//! Every run with a cell in the paper's appendix B is compared with it
+//! figure by figure (`paper.rs`).
+//!
 //! Every experiment takes the block device as a parameter (profile and
 //! NSID); the default is the FTL SSD `sn540-960g-mini` (the paper's SN540,
-//! device GC; docs/zncache.md, "Calibration"). A block device
+//! device GC; docs/zncache.md, "The block drive"). A block device
 //! without GC (`zn540-cns`) is labelled so in every report.
 
 use std::fmt::Write as _;
