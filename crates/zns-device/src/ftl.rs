@@ -29,7 +29,8 @@
 //!   `gc_stop_free_blocks`. The victim is the closed unit with the fewest
 //!   valid slots (`greedy`) or the largest (1 − u) · age / (1 + u)
 //!   (`cost-benefit`, u = valid fraction, age = slots written device-wide
-//!   since the unit was closed). Valid slots move to the pool's GC unit; the
+//!   since the unit was closed), or the oldest closed unit with an invalid
+//!   slot (`fifo`). Valid slots move to the pool's GC unit; the
 //!   victim is erased and freed. Each victim is one `GcWork` per die for the
 //!   timing model (reads, programs, erase on that die, competing with host
 //!   I/O); with superblocks the relocation is paced: a slice with each host
@@ -78,6 +79,9 @@ pub enum VictimPolicy {
     Greedy,
     /// Largest (1 − u) · age / (1 + u) (Rosenblum & Ousterhout, LFS).
     CostBenefit,
+    /// The oldest closed block with an invalid slot (FIFO or round-robin
+    /// cleaning; Desnoyers, "Analytic modeling of SSD write performance").
+    Fifo,
 }
 
 /// How erase blocks are grouped for writing and collection.
@@ -1179,6 +1183,15 @@ impl Ftl {
                     }
                 }
                 best.map(|(u, _, _)| u)
+            }
+            VictimPolicy::Fifo => {
+                let first = pool * self.geo.blocks_per_die;
+                (first..first + self.geo.blocks_per_die)
+                    .filter(|&u| {
+                        let unit = &self.units[u as usize];
+                        unit.state == BlockState::Closed && !unit.slc && unit.valid < full
+                    })
+                    .min_by_key(|&u| self.units[u as usize].closed_seq)
             }
         }
     }

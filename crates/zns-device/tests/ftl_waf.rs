@@ -1,7 +1,7 @@
 //! FTL validation: steady-state write amplification under uniform random
 //! 4 KiB overwrites of a full device against the greedy-GC analytic model
 //! (Desnoyers SYSTOR'12 / Xiang & Kurkoski: WA = α / (α + W0(−α e^−α)),
-//! α = 1 + ρ; research/cache.md 5.2), cost-benefit vs greedy, TRIM, and
+//! α = 1 + ρ; research/cache.md 5.2), cost-benefit and FIFO vs greedy, TRIM, and
 //! parameter checks. docs/ftl.md lists the measured values.
 
 use zns_device::ftl::{Allocation, Ftl, FtlConfig, FtlEffects, VictimPolicy};
@@ -210,6 +210,27 @@ fn cost_benefit_matches_greedy_on_uniform_traffic_and_beats_it_on_hot_cold() {
     let cb = steady_waf(70_000, VictimPolicy::CostBenefit, l, 4, 2, Some((10, 90)));
     println!("hot/cold 90/10, OP 7 %: greedy {g:.3}, cost-benefit {cb:.3}");
     assert!(cb < g, "hot/cold: cost-benefit {cb} should beat greedy {g}");
+}
+
+#[test]
+fn fifo_matches_the_model_on_uniform_traffic_and_loses_to_greedy_on_hot_cold() {
+    let l = 1 << 17;
+    // Uniform traffic: the oldest block is as empty as any (Desnoyers'
+    // FIFO analysis gives the same x = exp(−α(1 − x)) as greedy's
+    // large-block limit).
+    let model = analytic_greedy_waf(0.28);
+    let fifo = steady_waf(280_000, VictimPolicy::Fifo, l, 4, 2, None);
+    println!("uniform, OP 28 %: FIFO {fifo:.3}, model {model:.3}");
+    assert!(
+        (fifo - model).abs() / model <= 0.10,
+        "FIFO {fifo} vs model {model}"
+    );
+    // Hot/cold: FIFO copies cold blocks that are nearly full as readily as
+    // emptied hot ones; greedy does not.
+    let g = steady_waf(70_000, VictimPolicy::Greedy, l, 4, 2, Some((10, 90)));
+    let fifo = steady_waf(70_000, VictimPolicy::Fifo, l, 4, 2, Some((10, 90)));
+    println!("hot/cold 90/10, OP 7 %: greedy {g:.3}, FIFO {fifo:.3}");
+    assert!(fifo > g, "hot/cold: FIFO {fifo} should lose to greedy {g}");
 }
 
 #[test]
