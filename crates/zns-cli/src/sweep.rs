@@ -195,7 +195,10 @@ pub fn sweep(a: SweepArgs) -> Result<ExitCode, CliError> {
             "sweep [{bar:30}] {pos}/{len} points {msg} ({elapsed}, eta {eta})",
         );
         let mut failed = 0usize;
-        let r = local::run(&sweep, &out, &opts, &mut |rec, done, total| {
+        // host time is read here, in the OS-facing binary (zns_sweep::HostClock)
+        let t0 = std::time::Instant::now();
+        let clock = move || t0.elapsed().as_secs_f64();
+        let r = local::run(&sweep, &out, &opts, &clock, &mut |rec, done, total| {
             if rec.status == zns_sweep::point::Status::Error {
                 failed += 1;
             }

@@ -177,6 +177,15 @@ fn sweep_pending(
     Ok(todo.iter().map(|p| p.index).collect())
 }
 
+/// The host clock the sweeps' host-time figures are read on
+/// (`zns_sweep::HostClock`): this module is the OS-facing side, as the
+/// `zns` binary is; nothing a simulation computes depends on it.
+#[allow(clippy::disallowed_methods, clippy::disallowed_types)]
+fn host_clock() -> impl Fn() -> f64 + Sync {
+    let t0 = std::time::Instant::now();
+    move || t0.elapsed().as_secs_f64()
+}
+
 /// Runs one point (JSON, as `sweep_points` gives it); its record as JSON.
 #[pyfunction]
 #[pyo3(signature = (point_json, files_dir = None))]
@@ -187,7 +196,8 @@ fn sweep_run_point(
 ) -> PyResult<String> {
     let p: zns_sweep::Point =
         serde_json::from_str(point_json).map_err(|e| zns_err(format!("point: {e}")))?;
-    let rec = py.allow_threads(|| zns_sweep::run_point(&p, files_dir.as_deref()));
+    let clock = host_clock();
+    let rec = py.allow_threads(|| zns_sweep::run_point(&p, files_dir.as_deref(), &clock));
     serde_json::to_string(&rec).map_err(zns_err)
 }
 
@@ -247,7 +257,7 @@ fn sweep_local(
         retry_failed,
     };
     let (summary, table) = py
-        .allow_threads(|| local::run(&s, &out, &opts, &mut |_, _, _| {}))
+        .allow_threads(|| local::run(&s, &out, &opts, &host_clock(), &mut |_, _, _| {}))
         .map_err(zns_err)?;
     Ok((
         table_json(&table)?,

@@ -12,9 +12,8 @@
 //! Every point is its own deterministic simulation, so points are
 //! independent and run in any order on any machine: [`local::run`] runs
 //! them on worker threads of this process (the one place in this crate
-//! that spawns OS threads and reads the wall clock — a host-time figure per
-//! point; clippy's `disallowed_methods` is allowed there with the reason),
-//! and the Python package's Ray engine runs [`run_point`] as Ray tasks and
+//! that spawns OS threads; the host-time figures come from the caller's
+//! clock, [`HostClock`], as this crate reads none), and the Python package's Ray engine runs [`run_point`] as Ray tasks and
 //! writes the records with [`store::write_record`]. The merged table holds
 //! nothing that depends on where or when a point ran, so it is the same
 //! for 1 worker, N workers or a cluster (docs/sweep.md).
@@ -26,7 +25,7 @@ pub mod spec;
 pub mod store;
 pub mod table;
 
-pub use point::{run_params, run_point, Point, Record};
+pub use point::{run_params, run_point, HostClock, Point, Record};
 pub use spec::{RunKind, Sweep};
 
 /// What can go wrong with a sweep (the points' own failures are records,

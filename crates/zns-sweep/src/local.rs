@@ -1,22 +1,20 @@
 //! The local engine: a sweep's pending points on worker threads of this
 //! process, each point its own deterministic simulation on its own
 //! runtime (nothing is shared between points), the records written by the
-//! calling thread as they arrive. Threads and the wall clock are used here
-//! on purpose — the orchestration of independent simulations, outside
-//! them — so clippy's determinism lints are allowed in this module, with
-//! this reason. Which worker ran a point, and when, reaches no record's
-//! table columns: the merged table is the same for 1 or N workers.
-
-#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+//! calling thread as they arrive. The worker threads are the one OS
+//! service used here, on purpose: the orchestration of independent
+//! simulations, outside them. Host time comes from the caller's clock
+//! ([`HostClock`]: zns-cli, zns-py), never read here. Which worker ran a
+//! point, and when, reaches no record's table columns: the merged table is
+//! the same for 1 or N workers.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
-use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use crate::point::{run_point, Point, Record, Status};
+use crate::point::{run_point, HostClock, Point, Record, Status};
 use crate::store;
 use crate::table::Table;
 use crate::{Sweep, SweepError};
@@ -86,14 +84,16 @@ pub fn plan<'a>(
 }
 
 /// Runs `sweep` into `out`; `each` sees every record written (and the
-/// count done so far of those to run). Then merges the table.
+/// count done so far of those to run). Then merges the table. `clock` (the
+/// caller's) times the points and the whole run for the summary.
 pub fn run(
     sweep: &Sweep,
     out: &Path,
     opts: &Options,
+    clock: &HostClock,
     each: &mut dyn FnMut(&Record, usize, usize),
 ) -> Result<(Summary, Table), SweepError> {
-    let start = Instant::now();
+    let start = clock();
     let points = sweep.points()?;
     let todo = plan(&points, out, opts.resume, opts.retry_failed)?;
     let workers = opts.workers.clamp(1, todo.len().max(1));
@@ -113,7 +113,7 @@ pub fn run(
                 .spawn_scoped(s, move || loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(p) = todo.get(i) else { break };
-                    if tx.send(run_point(p, Some(&files_dir(p)))).is_err() {
+                    if tx.send(run_point(p, Some(&files_dir(p)), clock)).is_err() {
                         break;
                     }
                 });
@@ -144,7 +144,7 @@ pub fn run(
         ran: total,
         skipped: points.len() - total,
         workers,
-        wall_s: start.elapsed().as_secs_f64(),
+        wall_s: clock() - start,
         point_host_s: host_s,
         host_s_per_point: if total == 0 {
             0.0

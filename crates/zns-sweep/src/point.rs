@@ -97,13 +97,17 @@ pub fn point_id(run: RunKind, params: &Map<String, Value>, job: Option<&JobText>
     format!("{h:016x}")
 }
 
-/// Runs `point` and records its metrics or its error. `files_dir` is where
-/// a run that writes files (repro-zraid's CSV and PNG) puts them.
-pub fn run_point(point: &Point, files_dir: Option<&Path>) -> Record {
-    // the host time of a point is a figure the sweep reports, not an input
-    // of any simulation (which see only virtual time)
-    #[allow(clippy::disallowed_methods, clippy::disallowed_types)]
-    let start = std::time::Instant::now();
+/// The host's monotonic clock, in seconds from any origin. The OS-facing
+/// caller (zns-cli, zns-py) gives it: a point's host time is a figure the
+/// sweep reports, never an input of a simulation, and this crate reads no
+/// clock itself (DESIGN.md, "Time and determinism").
+pub type HostClock = dyn Fn() -> f64 + Sync;
+
+/// Runs `point` and records its metrics or its error, and its host time on
+/// `clock`. `files_dir` is where a run that writes files (repro-zraid's CSV
+/// and PNG) puts them.
+pub fn run_point(point: &Point, files_dir: Option<&Path>, clock: &HostClock) -> Record {
+    let start = clock();
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         run_params(point.run, &point.params, point.job.as_ref(), files_dir)
     }));
@@ -111,7 +115,7 @@ pub fn run_point(point: &Point, files_dir: Option<&Path>) -> Record {
         Ok(r) => r.map(|full| metrics(point.run, &full)),
         Err(p) => Err(format!("panic: {}", panic_text(&p))),
     };
-    let host_s = start.elapsed().as_secs_f64();
+    let host_s = clock() - start;
     let (status, error, metrics) = match result {
         Ok(m) => (Status::Ok, None, m),
         Err(e) => (Status::Error, Some(e), Map::new()),

@@ -93,6 +93,9 @@ fn job_overrides_win_in_every_section() {
 
 const SMALL: &str = "run = \"crashtest\"\nseeds = [1, 2]\n[params]\ntrials = 2\n[grid]\npolicy = [\"wplog\", \"stripe\"]\n[[points]]\nmembers = 3\n[[points]]\nmembers = 2\n";
 
+/// Host time is not what these tests check: a clock that stands still.
+static NO_CLOCK: fn() -> f64 = || 0.0;
+
 fn opts(workers: usize, resume: bool) -> Options {
     Options {
         workers,
@@ -107,7 +110,10 @@ fn failing_points_are_records_and_resume_skips_done_points() {
     let out = dir.path().join("out");
     let s = parse(SMALL).unwrap();
     let mut seen = 0;
-    let (sum, table) = local::run(&s, &out, &opts(2, false), &mut |_, _, _| seen += 1).unwrap();
+    let (sum, table) = local::run(&s, &out, &opts(2, false), &NO_CLOCK, &mut |_, _, _| {
+        seen += 1
+    })
+    .unwrap();
     assert_eq!(seen, 8);
     // members = 2 cannot make a RAID-5: those 4 points fail, the others ran
     assert_eq!((sum.points, sum.ran, sum.ok, sum.failed), (8, 8, 4, 4));
@@ -129,15 +135,17 @@ fn failing_points_are_records_and_resume_skips_done_points() {
         }
     }
     // without --resume a directory with records is refused
-    let e = local::run(&s, &out, &opts(1, false), &mut |_, _, _| {}).unwrap_err();
+    let e = local::run(&s, &out, &opts(1, false), &NO_CLOCK, &mut |_, _, _| {}).unwrap_err();
     assert!(e.to_string().contains("--resume"), "{e}");
     // an interrupted sweep: two records gone; the resume runs exactly those
     let pts = s.points().unwrap();
     std::fs::remove_file(store::record_path(&out, &pts[0].id)).unwrap();
     std::fs::remove_file(store::record_path(&out, &pts[5].id)).unwrap();
     let mut ran = Vec::new();
-    let (sum2, table2) =
-        local::run(&s, &out, &opts(2, true), &mut |r, _, _| ran.push(r.index)).unwrap();
+    let (sum2, table2) = local::run(&s, &out, &opts(2, true), &NO_CLOCK, &mut |r, _, _| {
+        ran.push(r.index)
+    })
+    .unwrap();
     ran.sort();
     assert_eq!(ran, [0, 5]);
     assert_eq!((sum2.ran, sum2.skipped, sum2.ok, sum2.failed), (2, 6, 4, 4));
@@ -148,7 +156,7 @@ fn failing_points_are_records_and_resume_skips_done_points() {
         retry_failed: true,
         ..opts(1, true)
     };
-    let (sum3, _) = local::run(&s, &out, &o, &mut |r, _, _| {
+    let (sum3, _) = local::run(&s, &out, &o, &NO_CLOCK, &mut |r, _, _| {
         assert_eq!(r.status, Status::Error);
         again += 1
     })
@@ -161,8 +169,8 @@ fn the_table_is_the_same_for_one_and_two_workers() {
     let dir = tempfile::tempdir().unwrap();
     let s = parse(SMALL).unwrap();
     let (a, b) = (dir.path().join("a"), dir.path().join("b"));
-    let (_, ta) = local::run(&s, &a, &opts(1, false), &mut |_, _, _| {}).unwrap();
-    let (_, tb) = local::run(&s, &b, &opts(2, false), &mut |_, _, _| {}).unwrap();
+    let (_, ta) = local::run(&s, &a, &opts(1, false), &NO_CLOCK, &mut |_, _, _| {}).unwrap();
+    let (_, tb) = local::run(&s, &b, &opts(2, false), &NO_CLOCK, &mut |_, _, _| {}).unwrap();
     assert_eq!(ta, tb);
     let read = |d: &Path, f: &str| std::fs::read(d.join(f)).unwrap();
     assert_eq!(read(&a, "results.csv"), read(&b, "results.csv"));
@@ -185,7 +193,7 @@ fn bench_points_give_fio_metrics_and_the_plot_draws_them() {
     );
     let s = parse(&text).unwrap();
     let out = dir.path().join("out");
-    let (sum, table) = local::run(&s, &out, &opts(2, false), &mut |_, _, _| {}).unwrap();
+    let (sum, table) = local::run(&s, &out, &opts(2, false), &NO_CLOCK, &mut |_, _, _| {}).unwrap();
     let errors: Vec<_> = table
         .rows
         .iter()
