@@ -20,7 +20,10 @@
 //!   most `max_active` misses fetch at once; [`FetchOrder::FetchFirst`]
 //!   fetches first and holds the zone only while it writes. A zone
 //!   whose last slot is written becomes full (finished first if its capacity
-//!   has a tail that holds no chunk).
+//!   has a tail that holds no chunk). While writers wait for a zone, each
+//!   zone that becomes available goes to one of them drawn at random (as
+//!   ZNCache's writers race for it, spinning on `zsm_get_active_zone`),
+//!   never straight back to the writer that has just returned it.
 //! - **Slots** (block with CLRU): every chunk slot is independent; freed
 //!   slots are reused in place (FIFO); the device's FTL does the GC.
 //!
@@ -63,7 +66,7 @@ use serde::Serialize;
 use zns_core::{CmdFuture, NvmeError};
 use zns_sim::join::try_join_all;
 use zns_sim::sync::Notify;
-use zns_sim::Handle;
+use zns_sim::{Handle, SimRng};
 use zns_target::check_whole_blocks;
 
 use crate::backend::{BackendKind, ChunkDevice, ZoneLayout};
@@ -427,6 +430,8 @@ struct State {
     zones: Vec<Zone>,
     free: VecDeque<u32>,
     idle_active: VecDeque<u32>,
+    /// Writers waiting for a zone (log mode).
+    zone_wait: ZoneWait,
     insert_active: u32,
     gc_zone: Option<u32>,
     zone_lru: Lru,
@@ -448,6 +453,36 @@ struct State {
     window_hits: u64,
     failure: Option<String>,
 }
+
+/// Writers waiting for a zone: their tickets, and those drawn to take the
+/// next zones (see `Cache::grant_zones`).
+struct ZoneWait {
+    waiting: Vec<u64>,
+    granted: Vec<u64>,
+    next_ticket: u64,
+    rng: SimRng,
+}
+
+/// A writer's place among those waiting for a zone; leaves it (and passes a
+/// zone drawn for it on) if the writer is dropped while waiting.
+struct ZoneWaiter<'a> {
+    cache: &'a Cache,
+    ticket: Option<u64>,
+}
+
+impl Drop for ZoneWaiter<'_> {
+    fn drop(&mut self) {
+        let Some(t) = self.ticket else { return };
+        if let Ok(mut st) = self.cache.st.try_borrow_mut() {
+            st.zone_wait.waiting.retain(|&w| w != t);
+            st.zone_wait.granted.retain(|&g| g != t);
+            self.cache.grant_zones(&mut st);
+        }
+    }
+}
+
+/// Salt of the zone hand-off's random stream (from the run's seed).
+const ZONE_HANDOFF_SEED_SALT: u64 = 0x7a6f_6e65_6861_6e64;
 
 /// What a get found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -531,6 +566,12 @@ impl Cache {
             ],
             free: (0..geo.zones).collect(),
             idle_active: VecDeque::new(),
+            zone_wait: ZoneWait {
+                waiting: Vec::new(),
+                granted: Vec::new(),
+                next_ticket: 0,
+                rng: SimRng::from_seed_u64(handle.seed() ^ ZONE_HANDOFF_SEED_SALT),
+            },
             insert_active: 0,
             gc_zone: None,
             zone_lru: Lru::new(if clru { 0 } else { zones }),
@@ -925,47 +966,119 @@ impl Cache {
         }
     }
 
+    /// Zones a writer could take now: idle active zones, plus the free
+    /// zones it may open (while fewer than `max_active` are active and more
+    /// than the reserve are free; fetch-first opens one at a time, and only
+    /// while that keeps the free-zone target — or when no zone is open).
+    fn zones_available(&self, st: &State) -> usize {
+        let free = st.free.len() as u32;
+        let room = self.geo.max_active.saturating_sub(st.insert_active);
+        let spare = free.saturating_sub(self.geo.reserve_zones);
+        // Fetch-first: a burst of writers would otherwise spread over every
+        // zone, fill them all at once, and ZPLRU would evict the zones that
+        // just filled. Hold-zone (ZNCache's `zsm_get_active_zone`): open one
+        // whenever a zone is free, since an active zone is a miss in flight
+        // and the limit is the fetch concurrency.
+        let openable = match self.cfg.fetch_order {
+            FetchOrder::FetchFirst => u32::from(
+                room > 0 && spare > 0 && (free > self.cfg.zone_low || st.insert_active == 0),
+            ),
+            FetchOrder::HoldZone => room.min(spare),
+        };
+        st.idle_active.len() + openable as usize
+    }
+
+    /// Hands the zones available to writers that wait for one, each to a
+    /// waiter drawn at random (ZNCache's writers spin on
+    /// `zsm_get_active_zone` with `g_thread_yield`: whichever spinner the
+    /// scheduler runs next wins, not the one that waited longest, nor the
+    /// writer that has just returned a zone). Wakes the waiters if any was
+    /// granted.
+    fn grant_zones(&self, st: &mut State) {
+        let available = self.zones_available(st);
+        let z = &mut st.zone_wait;
+        let mut granted = false;
+        while z.granted.len() < available && !z.waiting.is_empty() {
+            let i = z.rng.below_u64(z.waiting.len() as u64) as usize;
+            let t = z.waiting.swap_remove(i);
+            z.granted.push(t);
+            granted = true;
+        }
+        if granted {
+            self.space.notify_waiters();
+        }
+    }
+
+    /// Takes an idle active zone or opens a free one, for one writer.
+    fn take_zone(&self, st: &mut State) -> Option<u32> {
+        if let Some(z) = st.idle_active.pop_front() {
+            st.zones[z as usize].state = ZoneState::Writing;
+            return Some(z);
+        }
+        if self.zones_available(st) == 0 {
+            return None;
+        }
+        let z = st.free.pop_front()?;
+        st.zones[z as usize].state = ZoneState::Writing;
+        st.insert_active += 1;
+        if self.wants_eviction(st) {
+            self.evict_wake.notify_one();
+        }
+        Some(z)
+    }
+
+    /// A zone for one insert: at once when one is available and nobody
+    /// waits; otherwise the writer joins the waiters and takes a zone when
+    /// [`Cache::grant_zones`] draws it, evicting in the foreground when no
+    /// zone can come otherwise.
     async fn acquire_zone(self: &Rc<Self>) -> Result<u32, CacheError> {
         enum Next {
             Wait,
             Evict,
         }
+        let mut waiter = ZoneWaiter {
+            cache: self,
+            ticket: None,
+        };
         loop {
+            let ticket = waiter.ticket;
             let next = {
                 let mut st = self.st.borrow_mut();
                 if let Some(f) = &st.failure {
                     return Err(CacheError::Internal(format!("eviction failed: {f}")));
                 }
-                if let Some(z) = st.idle_active.pop_front() {
-                    st.zones[z as usize].state = ZoneState::Writing;
-                    return Ok(z);
+                if ticket.is_some() {
+                    self.grant_zones(&mut st);
                 }
-                // Fetch-first: open another zone only while that keeps the
-                // free-zone target (or when no zone is open at all): a burst
-                // of writers would otherwise spread over every zone, fill
-                // them all at once, and ZPLRU would evict the zones that
-                // just filled. Hold-zone (ZNCache's `zsm_get_active_zone`):
-                // open one whenever a zone is free, since an active zone is
-                // a miss in flight and the limit is the fetch concurrency.
-                let free = st.free.len() as u32;
-                let keeps_target = match self.cfg.fetch_order {
-                    FetchOrder::FetchFirst => free > self.cfg.zone_low || st.insert_active == 0,
-                    FetchOrder::HoldZone => true,
+                let may_take = match ticket {
+                    None => st.zone_wait.waiting.is_empty() && st.zone_wait.granted.is_empty(),
+                    Some(t) => st.zone_wait.granted.contains(&t),
                 };
-                if st.insert_active < self.geo.max_active
-                    && free > self.geo.reserve_zones
-                    && keeps_target
-                {
-                    let z = st.free.pop_front().unwrap_or(0);
-                    st.zones[z as usize].state = ZoneState::Writing;
-                    st.insert_active += 1;
-                    if self.wants_eviction(&st) {
-                        self.evict_wake.notify_one();
+                if may_take {
+                    if let Some(z) = self.take_zone(&mut st) {
+                        if let Some(t) = waiter.ticket.take() {
+                            st.zone_wait.granted.retain(|&g| g != t);
+                        }
+                        // more zones than grants: hand the next ones out
+                        self.grant_zones(&mut st);
+                        return Ok(z);
                     }
-                    return Ok(z);
+                }
+                if ticket.is_none() {
+                    let t = st.zone_wait.next_ticket;
+                    st.zone_wait.next_ticket += 1;
+                    st.zone_wait.waiting.push(t);
+                    waiter.ticket = Some(t);
+                    self.grant_zones(&mut st);
+                    if st.zone_wait.granted.contains(&t) {
+                        continue;
+                    }
                 }
                 self.evict_wake.notify_one();
-                if st.insert_active > 0 || st.evicting {
+                // a zone drawn for another writer is that writer's to take
+                // (it has been woken): wait for it rather than evict
+                let drawn_for_another = st.zone_wait.granted.iter().any(|&g| Some(g) != ticket);
+                if st.insert_active > 0 || st.evicting || drawn_for_another {
                     Next::Wait
                 } else {
                     Next::Evict
