@@ -88,6 +88,13 @@ pub fn summary_text(r: &RunReport) -> String {
     };
     let _ = writeln!(s, "  WAF        host {:.3}, device {dev}", r.host_waf);
     let _ = writeln!(s, "  free zones min {}", r.min_free_zones);
+    if let (Some(m), Some(idle)) = (r.writes_in_flight_mean, r.write_idle_share) {
+        let _ = writeln!(
+            s,
+            "  writes     {m:.2} chunk writes in flight on average, none for {:.1}% of the time (from the first write)",
+            idle * 100.0
+        );
+    }
     let _ = writeln!(
         s,
         "  latency (ms)      count        mean         p50         p99       p99.9"

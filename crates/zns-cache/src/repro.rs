@@ -633,6 +633,18 @@ fn gc_experiment(ctx: &mut Ctx) -> Result<ExperimentResult, CacheError> {
                 (zc - 1.0) * 100.0
             ));
         }
+        if let (Some(zm), Some(zi), Some(bm), Some(bi)) = (
+            z.report.writes_in_flight_mean,
+            z.report.write_idle_share,
+            b.report.writes_in_flight_mean,
+            b.report.write_idle_share,
+        ) {
+            findings.push(format!(
+                "{tag}: chunk writes in flight on average ZNS {zm:.1}, block {bm:.1}; none in flight {:.1}% / {:.1}% of the time (the 14 zone holders fetching in step leave the device idle)",
+                zi * 100.0,
+                bi * 100.0
+            ));
+        }
         findings.push(format!(
             "{tag}: get throughput ZNS {:.4} vs block {:.4} GiB/s ({:+.1}%), mean get latency {:.0} vs {:.0} ms",
             z.report.get_gib_s,
@@ -695,17 +707,30 @@ fn gc_checks(per_remote: &[RemoteRun]) -> Vec<Check> {
             ));
         }
     }
-    if let (Some(slow), Some(fast)) = (at("3.2s"), at("0s")) {
-        let (zns, block) = (
-            pct(fast.zns_gib_s, slow.zns_gib_s),
-            pct(fast.block_gib_s, slow.block_gib_s),
-        );
-        checks.push(Check {
-            what: "with a 0 s remote store, ZNS gains more than block (vs 3.2 s)".into(),
-            paper: "ZNS gains, block does not".into(),
-            ours: format!("ZNS {zns:+.1}%, block {block:+.1}%"),
-            holds: zns > block,
-        });
+    // Against the constant 3.2 s sleep (the paper's) and against appendix
+    // A's spread of it: with the constant sleep the zone holders fetch in
+    // step and leave the device idle between their writes, which slows the
+    // 3.2 s runs (most the block drive's, whose writes take longest) and
+    // inflates what removing the sleep gains (docs/zncache.md).
+    for (base, what) in [
+        ("3.2s", "with a 0 s remote store, ZNS gains more than block (vs 3.2 s)"),
+        (
+            "3.2s-spread",
+            "with a 0 s remote store, ZNS gains more than block (vs 3.2 s with appendix A's spread)",
+        ),
+    ] {
+        if let (Some(slow), Some(fast)) = (at(base), at("0s")) {
+            let (zns, block) = (
+                pct(fast.zns_gib_s, slow.zns_gib_s),
+                pct(fast.block_gib_s, slow.block_gib_s),
+            );
+            checks.push(Check {
+                what: what.into(),
+                paper: "ZNS gains, block does not".into(),
+                ours: format!("ZNS {zns:+.1}%, block {block:+.1}%"),
+                holds: zns > block,
+            });
+        }
     }
     checks
 }
@@ -1027,5 +1052,13 @@ mod tests {
         ]);
         assert_eq!(c.len(), 1);
         assert!(c[0].holds);
+        // with the spread row: the 0 s gain is judged against both baselines
+        let c = gc_checks(&[
+            run("3.2s", 1.0, 0.6, Some(-20.0), Some(-40.0)),
+            run("3.2s-spread", 1.0, 0.7, None, None),
+            run("0s", 1.2, 0.77, None, None),
+        ]);
+        let holds: Vec<bool> = c.iter().map(|c| c.holds).collect();
+        assert_eq!(holds, [true, true, false, true], "{c:?}");
     }
 }

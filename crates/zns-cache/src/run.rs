@@ -203,6 +203,11 @@ pub struct RunReport {
     pub device_waf: Option<f64>,
     pub flash: Option<FlashCounters>,
     pub min_free_zones: u32,
+    /// Chunk writes in flight on average from the first write to the end,
+    /// and the share of that time with none in flight (the device idle for
+    /// writes: writers that move in step all fetch at once).
+    pub writes_in_flight_mean: Option<f64>,
+    pub write_idle_share: Option<f64>,
     pub samples: Vec<Sample>,
 }
 
@@ -623,6 +628,7 @@ pub fn run_cache(
     let duration_s = (end - t0) as f64 / 1e9;
     let c = cache.counters();
     let lat = cache.latencies();
+    let occupancy = cache.write_occupancy(end);
     let per_s = |v: u64| {
         if duration_s > 0.0 {
             v as f64 / duration_s
@@ -671,6 +677,8 @@ pub fn run_cache(
         device_waf: flash.and_then(|f| f.waf()),
         flash,
         min_free_zones: min_free,
+        writes_in_flight_mean: occupancy.map(|o| o.0),
+        write_idle_share: occupancy.map(|o| o.1),
         samples,
     })
 }

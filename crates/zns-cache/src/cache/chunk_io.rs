@@ -123,6 +123,7 @@ impl Cache {
 
     pub(super) async fn write_chunk(&self, g: u32, key: u32) -> Result<(), CacheError> {
         let t0 = self.handle.now_ns();
+        self.st.borrow_mut().writes.start(t0);
         let z = g / self.geo.chunks_per_zone;
         let zslba = self.geo.zone_slba(z);
         let base = self.geo.slot_slba(g);
@@ -154,9 +155,10 @@ impl Cache {
         if let Some(b) = buf {
             self.put_buffer(b);
         }
-        let dt = self.handle.now_ns() - t0;
+        let now = self.handle.now_ns();
         let mut st = self.st.borrow_mut();
-        st.lat.disk_write.record(dt);
+        st.lat.disk_write.record(now - t0);
+        st.writes.end(now);
         result
     }
 
