@@ -50,6 +50,39 @@ pub struct ConventionalConfig {
 }
 
 impl ConventionalConfig {
+    /// This namespace with `factor` times its logical space and flash, for an
+    /// experiment that needs a larger drive of the same kind. Without an FTL
+    /// only the capacity grows. With one, the overprovisioning is lowered so
+    /// that the spare the drive has beyond its GC's free-block reserve (a
+    /// fixed number of erase units, `gc_start_free_blocks` per pool) stays
+    /// the same share of the logical space: the steady state of the grown
+    /// drive is the profile's (the correction a scaled-down profile such as
+    /// `sn540-960g-mini` makes in the other direction).
+    pub fn grown(&self, timing: &TimingProfile, factor: u64) -> Result<ConventionalConfig, String> {
+        if factor == 0 {
+            return Err("grow a namespace by a factor of at least 1".into());
+        }
+        let mut c = self.clone();
+        c.capacity_lbas = self
+            .capacity_lbas
+            .checked_mul(factor)
+            .ok_or_else(|| format!("capacity {} LBAs × {factor} overflows", self.capacity_lbas))?;
+        let (Some(ftl), Some(geo)) = (&mut c.ftl, self.ftl_geometry(timing)?) else {
+            return Ok(c);
+        };
+        let reserve = u128::from(ftl.gc_start_free_blocks)
+            * u128::from(geo.dies)
+            * u128::from(geo.slots_per_block());
+        let logical = u128::from(geo.logical_units.max(1));
+        let physical = u128::from(geo.physical_slots);
+        // (physical' − reserve) / (logical × factor) = (physical − reserve) / logical
+        let grown_physical = (physical.saturating_sub(reserve)) * u128::from(factor) + reserve;
+        let ppm = (grown_physical * 1_000_000).div_ceil(logical * u128::from(factor));
+        ftl.overprovisioning_ppm = (ppm.saturating_sub(1_000_000)) as u64;
+        c.ftl_geometry(timing)?;
+        Ok(c)
+    }
+
     /// The FTL geometry of this namespace on the flash `timing` describes
     /// (None without an `[namespace.ftl]` table).
     pub fn ftl_geometry(

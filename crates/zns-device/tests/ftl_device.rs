@@ -297,3 +297,51 @@ fn idle_gc_parameters_are_checked() {
     let msg = format!("{e:?}");
     assert!(msg.contains("idle_gc_free_blocks"), "{msg}");
 }
+
+/// A namespace grown k times keeps its steady state: the spare beyond the
+/// GC's free-block reserve is the same share of the logical space.
+#[test]
+fn a_grown_ftl_namespace_keeps_its_spare_beyond_the_gc_reserve() {
+    use zns_device::NamespaceProfile;
+    let p = Profile::builtin("sn540-960g-mini").unwrap();
+    let NamespaceProfile::Conventional(c) = &p.namespaces[0] else {
+        panic!("sn540-960g-mini's first namespace is conventional")
+    };
+    let spare = |c: &zns_device::profile::ConventionalConfig| {
+        let g = c.ftl_geometry(&p.timing).unwrap().unwrap();
+        let f = c.ftl.as_ref().unwrap();
+        let reserve =
+            u64::from(f.gc_start_free_blocks) * u64::from(g.dies) * u64::from(g.slots_per_block());
+        (
+            (g.physical_slots - reserve - g.logical_units) as f64 / g.logical_units as f64,
+            g,
+        )
+    };
+    let (s1, g1) = spare(c);
+    let grown = c.grown(&p.timing, 4).unwrap();
+    assert_eq!(grown.capacity_lbas, 4 * c.capacity_lbas);
+    let (s4, g4) = spare(&grown);
+    // equal up to the rounding of the flash to whole erase units (one
+    // superblock of the grown drive)
+    let unit = f64::from(g4.dies) * f64::from(g4.slots_per_block()) / g4.logical_units as f64;
+    assert!(
+        (s4 - s1).abs() <= unit,
+        "spare {s1:.4} -> {s4:.4}, one erase unit {unit:.4}"
+    );
+    assert!(
+        grown.ftl.as_ref().unwrap().overprovisioning_ppm
+            < c.ftl.as_ref().unwrap().overprovisioning_ppm
+    );
+    assert!(
+        (4 * g1.blocks_per_die).abs_diff(g4.blocks_per_die) <= 8,
+        "{g1:?} {g4:?}"
+    );
+    // without an FTL only the capacity grows
+    let cns = Profile::builtin("zn540-cns").unwrap();
+    let NamespaceProfile::Conventional(c) = &cns.namespaces[0] else {
+        panic!("zn540-cns's first namespace is conventional")
+    };
+    let g = c.grown(&cns.timing, 3).unwrap();
+    assert_eq!(g.capacity_lbas, 3 * c.capacity_lbas);
+    assert!(c.grown(&cns.timing, 0).is_err());
+}
