@@ -456,45 +456,24 @@ mod tests {
 
     #[test]
     fn the_block_drives_64k_disk_latencies_and_its_full_256m_writes_calibrate() {
-        assert_eq!(
-            role("Block-64K-UNIF-10", Metric::DiskReadMeanMs),
-            Role::Calibration
-        );
-        assert_eq!(
-            role("Block-64K-ZIPF-2", Metric::DiskWriteP99Ms),
-            Role::Calibration
-        );
-        assert_eq!(
-            role("Block-64K-ZIPF-2", Metric::GetMeanMs),
-            Role::Validation
-        );
-        assert_eq!(
-            role("ZNS-64K-UNIF-10", Metric::DiskReadMeanMs),
-            Role::Validation
-        );
-        assert_eq!(
-            role("Block-512M-UNIF-10", Metric::DiskReadMeanMs),
-            Role::Validation
-        );
-        // the GC experiment: the drive-bound 256 MiB writes decided the
-        // victim policy; the same run's other figures and every other row
-        // of Tables 11-16 validate
-        assert_eq!(
-            role("Block-256M-UNIF-10-0s", Metric::DiskWriteMeanMs),
-            Role::Calibration
-        );
-        assert_eq!(
-            role("Block-256M-UNIF-10-0s", Metric::GetMeanMs),
-            Role::Validation
-        );
-        assert_eq!(
-            role("Block-256M-UNIF-10-3.2s", Metric::DiskWriteMeanMs),
-            Role::Validation
-        );
-        assert_eq!(
-            role("Block-512M-UNIF-10-0s", Metric::DiskWriteMeanMs),
-            Role::Validation
-        );
+        use Metric::*;
+        use Role::*;
+        for (run, metric, want) in [
+            ("Block-64K-UNIF-10", DiskReadMeanMs, Calibration),
+            ("Block-64K-ZIPF-2", DiskWriteP99Ms, Calibration),
+            ("Block-64K-ZIPF-2", GetMeanMs, Validation),
+            ("ZNS-64K-UNIF-10", DiskReadMeanMs, Validation),
+            ("Block-512M-UNIF-10", DiskReadMeanMs, Validation),
+            // the GC experiment: the drive-bound 256 MiB writes decided the
+            // victim policy; the same run's other figures and every other
+            // row of Tables 11-16 validate
+            ("Block-256M-UNIF-10-0s", DiskWriteMeanMs, Calibration),
+            ("Block-256M-UNIF-10-0s", GetMeanMs, Validation),
+            ("Block-256M-UNIF-10-3.2s", DiskWriteMeanMs, Validation),
+            ("Block-512M-UNIF-10-0s", DiskWriteMeanMs, Validation),
+        ] {
+            assert_eq!(role(run, metric), want, "{run} {metric:?}");
+        }
     }
 
     #[test]
