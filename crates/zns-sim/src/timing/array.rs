@@ -179,6 +179,8 @@ pub struct FlashArray {
     read_page_ns: [u64; 16],
     n_page_types: u64,
     seg_ns: u64,
+    /// Read time that may push back each host program (0: no bound).
+    suspend_budget_ns: u64,
     unit_xfer_ns: u64,
     host: [(u64, u64); 3],
     ch_rate: Rate,
@@ -256,6 +258,7 @@ impl FlashArray {
             n_page_types: p.read_page_ns.len() as u64,
             read_page_ns,
             seg_ns: p.program_suspend_granularity_ns,
+            suspend_budget_ns: p.program_suspend_budget_ns,
             unit_xfer_ns: ch_rate.ns(unit),
             host,
             ch_rate,
@@ -1004,7 +1007,7 @@ impl FlashArray {
                 let ps = cs.max(unit_start + pg * self.stripe_bytes);
                 let pe = ce.min(unit_start + (pg + 1) * self.stripe_bytes);
                 let tr = self.read_page_ns[(pg % self.n_page_types) as usize];
-                let re = self.dies[die].read(at, tr, self.seg_ns);
+                let re = self.dies[die].read(at, tr, self.seg_ns, self.suspend_budget_ns);
                 let xe = self.channels[ch].read_xfer(re, self.ch_rate.ns(pe - ps));
                 at = self.decode(ch, xe, pe - ps);
             }
@@ -1014,7 +1017,7 @@ impl FlashArray {
         for pg in first..=last.min(first + self.n_page_types - 1) {
             tr = tr.max(self.read_page_ns[(pg % self.n_page_types) as usize]);
         }
-        let re = self.dies[die].read(t, tr, self.seg_ns);
+        let re = self.dies[die].read(t, tr, self.seg_ns, self.suspend_budget_ns);
         let ch = (die as u64 % self.n_channels) as usize;
         let xe = self.channels[ch].read_xfer(re, self.ch_rate.ns(ce - cs));
         self.decode(ch, xe, ce - cs)
@@ -1093,7 +1096,8 @@ impl FlashArray {
                     let die = (u64::from(p.die) % self.total_dies) as usize;
                     let e = if p.read_ns > 0 {
                         // SLC-mode block: one page type, its own tR.
-                        let re = self.dies[die].read(t0, p.read_ns, self.seg_ns);
+                        let re =
+                            self.dies[die].read(t0, p.read_ns, self.seg_ns, self.suspend_budget_ns);
                         let ch = (die as u64 % self.n_channels) as usize;
                         let xe = self.channels[ch].read_xfer(re, self.ch_rate.ns(ce - cs));
                         self.decode(ch, xe, ce - cs)

@@ -56,6 +56,10 @@ pub(crate) struct Die {
     prog_anchor: u64,
     /// End of the queued host programs.
     prog_until: u64,
+    /// Programs started in the current host-program busy period, and the
+    /// read time that has pushed them back (see `Die::read`'s budget).
+    prog_count: u64,
+    prog_pushed: u64,
     /// Start of the current filler busy period.
     fill_anchor: u64,
     /// End of the queued filler programs.
@@ -74,10 +78,19 @@ impl Die {
     }
 
     /// A page read of `tr` ns that may start at `t`; returns its end.
+    /// `budget` (0: none) bounds how much read time may push back each host
+    /// program of the current busy period: once the programs queued on the
+    /// die have been pushed back by `budget` each, further reads wait for
+    /// them to end (a program suspended too often is let finish).
     #[inline]
-    pub(crate) fn read(&mut self, t: u64, tr: u64, seg: u64) -> u64 {
+    pub(crate) fn read(&mut self, t: u64, tr: u64, seg: u64, budget: u64) -> u64 {
         let mut s = t.max(self.read_until);
-        if s == t {
+        let exhausted = budget > 0
+            && self.prog_until > s
+            && self.prog_pushed >= budget.saturating_mul(self.prog_count.max(1));
+        if exhausted {
+            s = self.prog_until;
+        } else if s == t {
             // Nothing queued ahead in the read class: suspend whatever program
             // runs at the next segment boundary.
             if self.prog_until > s && self.prog_anchor <= s {
@@ -89,6 +102,7 @@ impl Die {
         let e = s + tr;
         if self.prog_until > s {
             self.prog_until += tr;
+            self.prog_pushed += tr;
         }
         if self.fill_until > s {
             self.fill_until += tr;
@@ -111,7 +125,10 @@ impl Die {
         }
         if new_period {
             self.prog_anchor = s;
+            self.prog_count = 0;
+            self.prog_pushed = 0;
         }
+        self.prog_count += 1;
         self.prog_until = s + tp;
         self.prog_until
     }
@@ -175,14 +192,44 @@ mod tests {
         let e = d.program(0, 1000, 100);
         assert_eq!(e, 1000);
         // read at 150: waits for segment end at 200, runs 50, program pushed to 1050
-        assert_eq!(d.read(150, 50, 100), 250);
+        assert_eq!(d.read(150, 50, 100, 0), 250);
         assert_eq!(d.prog_until(), 1050);
         // a second read at 160 queues behind the first, no extra segment wait
-        assert_eq!(d.read(160, 50, 100), 300);
+        assert_eq!(d.read(160, 50, 100, 0), 300);
         assert_eq!(d.prog_until(), 1100);
         // idle die: read starts at once
         let mut d2 = Die::default();
-        assert_eq!(d2.read(10, 50, 100), 60);
+        assert_eq!(d2.read(10, 50, 100, 0), 60);
+    }
+
+    #[test]
+    fn reads_push_a_program_back_only_by_the_budget() {
+        let mut d = Die::default();
+        assert_eq!(d.program(0, 1000, 100), 1000);
+        // budget 120 per program: the first three 50 ns reads push it back
+        // (150 >= 120 after the third), the fourth waits for its end
+        assert_eq!(d.read(150, 50, 100, 120), 250);
+        assert_eq!(d.read(160, 50, 100, 120), 300);
+        assert_eq!(d.read(170, 50, 100, 120), 350);
+        assert_eq!(d.prog_until(), 1150);
+        assert_eq!(d.read(180, 50, 100, 120), 1200);
+        assert_eq!(d.prog_until(), 1150);
+        // two programs queued in one busy period: twice the budget
+        let mut d = Die::default();
+        d.program(0, 1000, 100);
+        assert_eq!(d.program(0, 1000, 100), 2000);
+        for i in 0..5 {
+            d.read(150 + i, 50, 100, 120);
+        }
+        assert_eq!(d.prog_until(), 2250);
+        assert_eq!(d.read(160, 50, 100, 120), 2300);
+        // without a budget (0) reads always push programs back
+        let mut d2 = Die::default();
+        d2.program(0, 1000, 100);
+        for i in 0..10 {
+            d2.read(150 + i, 50, 100, 0);
+        }
+        assert_eq!(d2.prog_until(), 1500);
     }
 
     #[test]

@@ -285,6 +285,11 @@ pub struct TimingProfile {
     /// lower-priority program waits for the end of the current segment of
     /// this length (program suspend granularity), then pushes that program back.
     pub program_suspend_granularity_ns: u64,
+    /// Read time that may push back each host program before further reads
+    /// on the die wait for the queued programs to end (a bounded number of
+    /// suspensions per program). 0 = no bound (the default).
+    #[serde(default)]
+    pub program_suspend_budget_ns: u64,
 
     // ----------------------------------------------------------- write buffer
     /// Controller write buffer. Writes complete once their data is in it; it
