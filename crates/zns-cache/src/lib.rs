@@ -35,5 +35,8 @@ pub use cache::{Cache, CacheConfig, FetchOrder, Geometry, GetKind, Policy};
 pub use error::CacheError;
 pub use metrics::{Counters, FlashCounters, LatencySummary, Sample};
 pub use remote::RemoteLatency;
-pub use run::{run_cache, DeviceSpec, Precondition, Progress, RunReport, RunSpec, WorkloadSpec};
+pub use run::{
+    precondition_order, run_cache, DeviceSpec, Precondition, Progress, RunReport, RunSpec,
+    WorkloadSpec,
+};
 pub use workload::{Distribution, Workload, Zipfian};

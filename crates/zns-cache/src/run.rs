@@ -46,8 +46,14 @@ pub enum Precondition {
     /// the cache resets them before the run).
     Sequential,
     /// Block devices: 64 KiB writes over the whole namespace in random
-    /// order (the paper's `fio randwrite bs=64k size=100%`); ZNS: as sequential.
+    /// order (the paper's `fio randwrite bs=64k size=100%`) on a fresh
+    /// device; ZNS: as sequential.
     Random,
+    /// Block devices: two such random passes, the second over a full drive,
+    /// so its GC runs and the drive starts in a random-write steady state
+    /// (the paper's per-run fio pass over a drive its earlier runs had
+    /// filled and nothing trimmed); ZNS: as sequential.
+    RandomSteady,
 }
 
 impl Precondition {
@@ -56,8 +62,9 @@ impl Precondition {
             "none" => Ok(Precondition::None),
             "seq" | "sequential" | "fill" => Ok(Precondition::Sequential),
             "random" | "rand" => Ok(Precondition::Random),
+            "random-steady" | "steady" => Ok(Precondition::RandomSteady),
             o => Err(CacheError::Param(format!(
-                "precondition `{o}`: expected none, sequential or random"
+                "precondition `{o}`: expected none, sequential, random or random-steady"
             ))),
         }
     }
@@ -326,6 +333,29 @@ pub fn open_device(rt: &mut Runtime, spec: &DeviceSpec) -> Result<OpenDevice, Ca
     })
 }
 
+/// The order in which a block precondition writes its `units` 64 KiB
+/// units: once each in LBA order (sequential), once each in a random order
+/// drawn from `rng` (random), or two such passes (random-steady).
+pub fn precondition_order(units: u64, mode: Precondition, mut rng: Option<SimRng>) -> Vec<u64> {
+    let passes = match mode {
+        Precondition::None => 0,
+        Precondition::RandomSteady => 2,
+        Precondition::Sequential | Precondition::Random => 1,
+    };
+    let mut order: Vec<u64> = Vec::with_capacity((units * passes) as usize);
+    for _ in 0..passes {
+        let mut pass: Vec<u64> = (0..units).collect();
+        if let (Some(rng), true) = (rng.as_mut(), mode != Precondition::Sequential) {
+            for i in (1..pass.len()).rev() {
+                let j = rng.below_u64(i as u64 + 1) as usize;
+                pass.swap(i, j);
+            }
+        }
+        order.extend(pass);
+    }
+    order
+}
+
 /// Fills the device before the run (untimed for the run's statistics; the
 /// virtual clock moves on).
 async fn precondition(
@@ -364,14 +394,9 @@ async fn precondition(
         .max(1)
         .min(u64::from(b.max_transfer_lbas()));
     let units = b.capacity_lbas() / unit;
-    let mut order: Vec<u64> = (0..units).collect();
-    if mode == Precondition::Random {
-        let mut rng: SimRng = handle.rng();
-        for i in (1..order.len()).rev() {
-            let j = rng.below_u64(i as u64 + 1) as usize;
-            order.swap(i, j);
-        }
-    }
+    // (a stream only for the random orders: the sequential fill takes none)
+    let rng = (mode != Precondition::Sequential).then(|| handle.rng());
+    let order = precondition_order(units, mode, rng);
     // 32 writers at a time.
     let order = Rc::new(order);
     let next = Rc::new(Cell::new(0usize));

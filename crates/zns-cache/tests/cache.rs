@@ -466,3 +466,33 @@ fn a_returned_zone_goes_to_a_waiting_writer() {
     );
     assert!(r.get.mean_ms > 5.0, "mean get {:.2} ms", r.get.mean_ms);
 }
+
+/// A block precondition writes every 64 KiB unit once (sequential: in LBA
+/// order; random: shuffled), or twice with `random-steady` (two shuffled
+/// passes, the second over a full drive).
+#[test]
+fn preconditions_write_every_unit_once_or_twice() {
+    assert_eq!(
+        Precondition::parse("random-steady").unwrap(),
+        Precondition::RandomSteady
+    );
+    let rng = || Some(zns_sim::SimRng::from_seed_u64(5));
+    let count = |order: &[u64]| {
+        let mut n = vec![0u32; 1000];
+        for &u in order {
+            n[u as usize] += 1;
+        }
+        n
+    };
+    let seq = precondition_order(1000, Precondition::Sequential, rng());
+    assert_eq!(seq, (0..1000).collect::<Vec<u64>>());
+    let one = precondition_order(1000, Precondition::Random, rng());
+    assert!(count(&one).iter().all(|&c| c == 1));
+    assert_ne!(one, seq, "shuffled");
+    let two = precondition_order(1000, Precondition::RandomSteady, rng());
+    assert_eq!(two.len(), 2000);
+    assert!(count(&two).iter().all(|&c| c == 2));
+    assert_eq!(two[..1000], one[..], "the first pass is random's");
+    assert_ne!(two[1000..], one[..], "the second pass is another order");
+    assert!(precondition_order(1000, Precondition::None, rng()).is_empty());
+}

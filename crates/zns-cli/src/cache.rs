@@ -188,7 +188,7 @@ pub struct RunArgs {
     /// Host stack (default: io-uring-mq-deadline on ZNS, io-uring-none on block, as the paper).
     #[arg(long)]
     host_stack: Option<String>,
-    /// Fill the device first: none, sequential, random (block: 64 KiB random writes over the namespace).
+    /// Fill the device first: none, sequential, random (block: 64 KiB random writes over the namespace), random-steady (block: two such passes, the second over a full drive: a random-write steady state, as a drive in use that is never trimmed).
     #[arg(long, default_value = "none")]
     precondition: String,
     /// Block backend: deallocate (TRIM) evicted regions and chunk slots (ZNCache does not).
