@@ -335,17 +335,23 @@ pub fn open_device(rt: &mut Runtime, spec: &DeviceSpec) -> Result<OpenDevice, Ca
 
 /// The order in which a block precondition writes its `units` 64 KiB
 /// units: once each in LBA order (sequential), once each in a random order
-/// drawn from `rng` (random), or two such passes (random-steady).
-pub fn precondition_order(units: u64, mode: Precondition, mut rng: Option<SimRng>) -> Vec<u64> {
+/// (random), or two such passes (random-steady). `rng` is called only for
+/// the random orders (the sequential fill takes no stream).
+pub fn precondition_order(
+    units: u64,
+    mode: Precondition,
+    rng: impl FnOnce() -> SimRng,
+) -> Vec<u64> {
     let passes = match mode {
         Precondition::None => 0,
         Precondition::RandomSteady => 2,
         Precondition::Sequential | Precondition::Random => 1,
     };
+    let mut rng = matches!(mode, Precondition::Random | Precondition::RandomSteady).then(rng);
     let mut order: Vec<u64> = Vec::with_capacity((units * passes) as usize);
     for _ in 0..passes {
         let mut pass: Vec<u64> = (0..units).collect();
-        if let (Some(rng), true) = (rng.as_mut(), mode != Precondition::Sequential) {
+        if let Some(rng) = rng.as_mut() {
             for i in (1..pass.len()).rev() {
                 let j = rng.below_u64(i as u64 + 1) as usize;
                 pass.swap(i, j);
@@ -394,9 +400,7 @@ async fn precondition(
         .max(1)
         .min(u64::from(b.max_transfer_lbas()));
     let units = b.capacity_lbas() / unit;
-    // (a stream only for the random orders: the sequential fill takes none)
-    let rng = (mode != Precondition::Sequential).then(|| handle.rng());
-    let order = precondition_order(units, mode, rng);
+    let order = precondition_order(units, mode, || handle.rng());
     // 32 writers at a time.
     let order = Rc::new(order);
     let next = Rc::new(Cell::new(0usize));

@@ -476,7 +476,7 @@ fn preconditions_write_every_unit_once_or_twice() {
         Precondition::parse("random-steady").unwrap(),
         Precondition::RandomSteady
     );
-    let rng = || Some(zns_sim::SimRng::from_seed_u64(5));
+    let rng = || || zns_sim::SimRng::from_seed_u64(5);
     let count = |order: &[u64]| {
         let mut n = vec![0u32; 1000];
         for &u in order {
