@@ -62,12 +62,16 @@ impl Metric {
     }
 }
 
-/// Whether a paper figure was used to set the block drive's parameters.
+/// Whether a paper figure was used to set the block drive's parameters,
+/// checks them, or is set against a diagnostic run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Role {
     Calibration,
     Validation,
+    /// A run changed in one respect to show what a validation figure's
+    /// error comes from (label suffix [`OUT_OF_STEP`]); not validation.
+    Diagnostic,
 }
 
 impl Role {
@@ -75,9 +79,15 @@ impl Role {
         match self {
             Role::Calibration => "calibration",
             Role::Validation => "validation",
+            Role::Diagnostic => "diagnostic",
         }
     }
 }
+
+/// Label suffix of a diagnostic run whose workers started out of step
+/// (`RunSpec::stagger_start`): compared with the cell of the label without
+/// it, as [`Role::Diagnostic`].
+pub const OUT_OF_STEP: &str = "-out-of-step";
 
 /// One of the paper's cells: our run label, the tables its latencies come
 /// from, and its figures.
@@ -369,11 +379,21 @@ pub fn figure(run: &str, metric: Metric) -> Option<f64> {
         .map(|(_, _, v)| v)
 }
 
+/// The paper cell label a run is compared with, and whether the run is a
+/// diagnostic variant of it.
+fn cell_label(run: &str) -> (&str, bool) {
+    match run.strip_suffix(OUT_OF_STEP) {
+        Some(base) => (base, true),
+        None => (run, false),
+    }
+}
+
 /// Every paper figure that one of `runs` has a cell for, against ours.
 pub fn compare(runs: &[LabelledRun]) -> Vec<Comparison> {
     let mut rows = Vec::new();
     for run in runs {
-        let Some(cell) = CELLS.iter().find(|c| c.run == run.label) else {
+        let (label, diagnostic) = cell_label(&run.label);
+        let Some(cell) = CELLS.iter().find(|c| c.run == label) else {
             continue;
         };
         for (metric, table, paper) in cell.figures() {
@@ -385,7 +405,11 @@ pub fn compare(runs: &[LabelledRun]) -> Vec<Comparison> {
                 paper,
                 ours,
                 error_pct: (ours - paper) / paper * 100.0,
-                role: role(&run.label, metric),
+                role: if diagnostic {
+                    Role::Diagnostic
+                } else {
+                    role(label, metric)
+                },
             });
         }
     }
@@ -425,6 +449,14 @@ pub fn summary(rows: &[Comparison]) -> Vec<String> {
         group_line(
             "vs paper, validation, ZNS runs",
             &pick(Role::Validation, "ZNS-"),
+        ),
+        group_line(
+            "vs paper, diagnostic (constant-sleep rows, workers started out of step), block runs",
+            &pick(Role::Diagnostic, "Block-"),
+        ),
+        group_line(
+            "vs paper, diagnostic (constant-sleep rows, workers started out of step), ZNS runs",
+            &pick(Role::Diagnostic, "ZNS-"),
         ),
     ]
     .into_iter()
@@ -477,6 +509,17 @@ mod tests {
     }
 
     #[test]
+    fn an_out_of_step_run_is_a_diagnostic_of_its_rows_cell() {
+        let (label, diagnostic) = cell_label("Block-256M-UNIF-10-3.2s-out-of-step");
+        assert_eq!((label, diagnostic), ("Block-256M-UNIF-10-3.2s", true));
+        assert!(figure(label, Metric::DiskWriteMeanMs).is_some());
+        assert_eq!(
+            cell_label("ZNS-512M-UNIF-10-5.3s"),
+            ("ZNS-512M-UNIF-10-5.3s", false)
+        );
+    }
+
+    #[test]
     fn every_cell_name_is_unique_and_every_figure_positive() {
         for (i, c) in CELLS.iter().enumerate() {
             assert!(CELLS[i + 1..].iter().all(|d| d.run != c.run), "{}", c.run);
@@ -501,9 +544,21 @@ mod tests {
             row("Block-512M-UNIF-10", 10.0, Role::Validation),
             row("Block-512M-UNIF-2", -40.0, Role::Validation),
             row("Block-64K-UNIF-2", 5.0, Role::Calibration),
+            row(
+                "Block-512M-UNIF-10-5.3s-out-of-step",
+                60.0,
+                Role::Diagnostic,
+            ),
         ];
         let s = summary(&rows);
-        assert_eq!(s.len(), 2);
+        assert_eq!(s.len(), 3);
+        // a diagnostic run is counted apart, never as validation
+        assert!(
+            s[2].starts_with("vs paper, diagnostic")
+                && s[2].contains("1 figures, mean |error| 60.0%"),
+            "{}",
+            s[2]
+        );
         assert!(
             s[0].contains("1 figures, mean |error| 5.0%, 1 of 1"),
             "{}",

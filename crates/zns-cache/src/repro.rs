@@ -548,17 +548,20 @@ fn gc_experiment(ctx: &mut Ctx) -> Result<ExperimentResult, CacheError> {
     // The paper's GC rows: 256 MiB chunks with its 3.2 s sleep and without,
     // plus appendix A's spread; 512 MiB chunks with its 5.3 s sleep and
     // without (Tables 11–16).
+    // Diagnostic rows: the constant-sleep rows again with the workers
+    // started out of step (label suffix `paper::OUT_OF_STEP`, compared as
+    // diagnostic, not validation): what the zone holders' lockstep costs.
     const MIB256: u64 = 256 << 20;
-    for (chunk, remote, rl) in [
-        (MIB256, RemoteLatency::Measured, "3.2s"),
-        (MIB256, RemoteLatency::MeasuredSpread, "3.2s-spread"),
-        (MIB256, RemoteLatency::Fixed { ns: 0 }, "0s"),
-        (
-            512 << 20,
-            RemoteLatency::Fixed { ns: 5_300_000_000 },
-            "5.3s",
-        ),
-        (512 << 20, RemoteLatency::Fixed { ns: 0 }, "0s"),
+    let sleep_5_3 = RemoteLatency::Fixed { ns: 5_300_000_000 };
+    let mut in_step: Vec<(String, RunReport, RunReport)> = Vec::new();
+    for (chunk, remote, rl, out_of_step) in [
+        (MIB256, RemoteLatency::Measured, "3.2s", false),
+        (MIB256, RemoteLatency::MeasuredSpread, "3.2s-spread", false),
+        (MIB256, RemoteLatency::Fixed { ns: 0 }, "0s", false),
+        (512 << 20, sleep_5_3, "5.3s", false),
+        (512 << 20, RemoteLatency::Fixed { ns: 0 }, "0s", false),
+        (MIB256, RemoteLatency::Measured, "3.2s", true),
+        (512 << 20, sleep_5_3, "5.3s", true),
     ] {
         let cache = CacheConfig {
             policy: Policy::Zplru,
@@ -594,10 +597,32 @@ fn gc_experiment(ctx: &mut Ctx) -> Result<ExperimentResult, CacheError> {
         bs.device.discard = false;
         zs.interval_ns = 1_000_000_000;
         bs.interval_ns = 1_000_000_000;
+        zs.stagger_start = out_of_step;
+        bs.stagger_start = out_of_step;
         let bcap = block_capacity_bytes(&bs.device)?;
         block_name = block_description(ctx.opts, grown.as_deref());
-        let z = ctx.run(&format!("ZNS-{cl}-UNIF-10-{rl}"), zs)?;
-        let b = ctx.run(&format!("Block-{cl}-UNIF-10-{rl}"), bs)?;
+        let row = format!("{cl}-UNIF-10-{rl}");
+        if out_of_step {
+            let label = |side: &str| format!("{side}-{row}{}", paper::OUT_OF_STEP);
+            let z = ctx.run(&label("ZNS"), zs)?;
+            let b = ctx.run(&label("Block"), bs)?;
+            if let Some((_, zi, bi)) = in_step.iter().find(|(r, _, _)| *r == row) {
+                findings.push(out_of_step_finding(
+                    &tag,
+                    &row,
+                    [zi, bi],
+                    [&z.report, &b.report],
+                ));
+            }
+            runs.push(z);
+            runs.push(b);
+            continue;
+        }
+        let z = ctx.run(&format!("ZNS-{row}"), zs)?;
+        let b = ctx.run(&format!("Block-{row}"), bs)?;
+        if remote.fetch_ns(chunk) > 0 && remote.spread_ns(chunk) == 0 {
+            in_step.push((row.clone(), z.report.clone(), b.report.clone()));
+        }
         let mut change = [None, None];
         let mut write_change = [None, None];
         for (i, (name, r, cap)) in [
@@ -700,7 +725,7 @@ fn gc_experiment(ctx: &mut Ctx) -> Result<ExperimentResult, CacheError> {
         id: 'c',
         title: "GC experiment: trimmed device, 256 MiB chunks (and the 512 MiB rows), uniform 1:10".into(),
         scaling: format!(
-            "{zones} regions of {} (paper: the whole 904-zone drive), {requests_256} requests of 256 MiB ≈ {:.1} cache fills of writes (paper: 6 TiB ≈ 6 drive fills), remote 3.2 s (constant, as the paper's sleep), 3.2 ± 0.86 s (log-normal, appendix A's spread) and 0 s; 512 MiB rows as many fills, 5.3 s (the paper's sleep) and 0 s; a miss holds its zone across the fetch (ZNCache)",
+            "{zones} regions of {} (paper: the whole 904-zone drive), {requests_256} requests of 256 MiB ≈ {:.1} cache fills of writes (paper: 6 TiB ≈ 6 drive fills), remote 3.2 s (constant, as the paper's sleep), 3.2 ± 0.86 s (log-normal, appendix A's spread) and 0 s; 512 MiB rows as many fills, 5.3 s (the paper's sleep) and 0 s; a miss holds its zone across the fetch (ZNCache); the 3.2 s and 5.3 s rows again with the workers started out of step (diagnostic, compared with the paper apart from validation)",
             crate::units::fmt_bytes(region),
             s.c_fills
         ),
@@ -711,6 +736,40 @@ fn gc_experiment(ctx: &mut Ctx) -> Result<ExperimentResult, CacheError> {
         checks: gc_checks(&per_remote),
         vs_paper: Vec::new(),
     })
+}
+
+/// (c)'s diagnostic line for a constant-sleep row run again out of step:
+/// disk write latency and idle share in step / out of step / the paper's,
+/// for ZNS and block (`row`: the run label after `ZNS-` / `Block-`;
+/// `in_step`, `out_of_step`: [ZNS, block]).
+fn out_of_step_finding(
+    tag: &str,
+    row: &str,
+    in_step: [&RunReport; 2],
+    out_of_step: [&RunReport; 2],
+) -> String {
+    let mut parts = Vec::new();
+    for (i, (side, prefix)) in [("ZNS", "ZNS"), ("block", "Block")].into_iter().enumerate() {
+        let (a, b) = (in_step[i], out_of_step[i]);
+        let label = |r: &RunReport| {
+            format!(
+                "{:.0} ms ({:.1}% idle)",
+                r.disk_write.mean_ms,
+                r.write_idle_share.unwrap_or(0.0) * 100.0
+            )
+        };
+        let paper = paper::figure(&format!("{prefix}-{row}"), Metric::DiskWriteMeanMs)
+            .map_or(String::new(), |p| format!(", paper {p:.0} ms"));
+        parts.push(format!(
+            "{side} in step {} / out of step {}{paper}",
+            label(a),
+            label(b)
+        ));
+    }
+    format!(
+        "{tag}, workers started out of step (diagnostic): disk write mean {}",
+        parts.join("; ")
+    )
 }
 
 /// One remote latency of (c): get throughput of both devices, and the block
@@ -982,9 +1041,17 @@ pub fn experiment_text(r: &ExperimentResult) -> String {
     let _ = writeln!(s, "({}) {}", r.id, r.title);
     let _ = writeln!(s, "  block device: {}", r.block_device);
     let _ = writeln!(s, "  scaling: {}", r.scaling);
+    // the run column fits the longest label
+    let w = r
+        .runs
+        .iter()
+        .map(|x| x.label.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(26);
     let _ = writeln!(
         s,
-        "  {:<26} {:>9} {:>9} {:>10} {:>11} {:>11} {:>11} {:>9} {:>8} {:>7}",
+        "  {:<w$} {:>9} {:>9} {:>10} {:>11} {:>11} {:>11} {:>9} {:>8} {:>7}",
         "run",
         "duration",
         "hit",
@@ -1000,7 +1067,7 @@ pub fn experiment_text(r: &ExperimentResult) -> String {
         let p = &x.report;
         let _ = writeln!(
             s,
-            "  {:<26} {:>8.1}s {:>9.4} {:>10.4} {:>11.2} {:>11.2} {:>11.3} {:>9} {:>8.3} {:>7}",
+            "  {:<w$} {:>8.1}s {:>9.4} {:>10.4} {:>11.2} {:>11.2} {:>11.3} {:>9} {:>8.3} {:>7}",
             x.label,
             p.duration_s,
             p.hit_ratio,
@@ -1031,13 +1098,13 @@ pub fn experiment_text(r: &ExperimentResult) -> String {
     if !r.vs_paper.is_empty() {
         let _ = writeln!(
             s,
-            "  vs paper (appendix B): {:<26} {:<19} {:>5} {:>12} {:>12} {:>8}  role",
+            "  vs paper (appendix B): {:<w$} {:<19} {:>5} {:>12} {:>12} {:>8}  role",
             "run", "metric", "table", "paper", "ours", "error"
         );
         for c in &r.vs_paper {
             let _ = writeln!(
                 s,
-                "  vs paper (appendix B): {:<26} {:<19} {:>5} {:>12.3} {:>12.3} {:>+7.1}%  {}",
+                "  vs paper (appendix B): {:<w$} {:<19} {:>5} {:>12.3} {:>12.3} {:>+7.1}%  {}",
                 c.run,
                 c.metric.name(),
                 c.table,

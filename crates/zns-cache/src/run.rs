@@ -144,6 +144,12 @@ pub struct RunSpec {
     pub seed: u64,
     /// Check the cache's invariants at every sample (tests).
     pub audit: bool,
+    /// Start the workers out of step (a diagnostic, not ZNCache's
+    /// behaviour): worker `w` starts `w × fetch / zones` after the start,
+    /// `fetch` the mean remote fetch time and `zones` the zones written at
+    /// once, so the first zone holders are spread over one fetch instead of
+    /// all fetching, then writing, together (docs/zncache.md, "in step").
+    pub stagger_start: bool,
 }
 
 impl RunSpec {
@@ -159,6 +165,7 @@ impl RunSpec {
             interval_ns: 1_000_000_000,
             seed: 0,
             audit: false,
+            stagger_start: false,
         }
     }
 }
@@ -186,6 +193,8 @@ pub struct RunReport {
     pub remote_fetch_std_ms: f64,
     /// Whether a miss held its zone across the fetch (ZNCache) or fetched first.
     pub fetch_order: crate::cache::FetchOrder,
+    /// Whether the workers started out of step ([`RunSpec::stagger_start`]).
+    pub stagger_start: bool,
     pub workload: String,
     pub requests: u64,
     pub seed: u64,
@@ -515,8 +524,15 @@ pub fn run_cache(
     let last_done_ns = Rc::new(Cell::new(t0));
     let failure: Rc<std::cell::RefCell<Option<CacheError>>> = Rc::default();
     let all_done = Rc::new(Notify::new());
-    for _ in 0..spec.workers {
+    // out of step (diagnostic): one start every fetch / zones written at once
+    let stagger_ns = if spec.stagger_start {
+        remote_ns / u64::from(geo.max_active.max(1))
+    } else {
+        0
+    };
+    for w in 0..spec.workers {
         let done = all_done.clone();
+        let start_ns = t0.saturating_add(u64::from(w).saturating_mul(stagger_ns));
         let (cache, ids, next, live, last, failure, h) = (
             cache.clone(),
             ids.clone(),
@@ -527,6 +543,9 @@ pub fn run_cache(
             handle.clone(),
         );
         handle.spawn(async move {
+            if start_ns > t0 {
+                h.sleep_until(start_ns).await;
+            }
             loop {
                 let i = next.get();
                 let over = end_ns.is_some_and(|e| h.now_ns() >= e);
@@ -685,6 +704,7 @@ pub fn run_cache(
         remote_fetch_ms: remote_ns as f64 / 1e6,
         remote_fetch_std_ms: spec.remote.spread_ns(spec.cache.chunk_bytes) as f64 / 1e6,
         fetch_order: spec.cache.fetch_order,
+        stagger_start: spec.stagger_start,
         workload: workload.origin.clone(),
         requests: c.gets,
         seed: spec.seed,

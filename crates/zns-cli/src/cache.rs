@@ -197,6 +197,12 @@ pub struct RunArgs {
     /// Keep bytes and check every hit against the bytes stored for its key (slow; memory).
     #[arg(long)]
     verify: bool,
+    /// Diagnostic, not ZNCache's behaviour: start worker w at w × (mean remote
+    /// fetch ÷ zones written at once), so the first zone holders fetch and
+    /// write out of step instead of together (with a constant remote latency
+    /// they stay in step and the device idles between rounds).
+    #[arg(long)]
+    stagger_start: bool,
     /// Time-series interval (virtual).
     #[arg(long, default_value = "1s")]
     interval: String,
@@ -391,6 +397,7 @@ fn run(a: RunArgs) -> Result<ExitCode, CliError> {
         .map_err(cache_err)?;
     spec.interval_ns = parse_duration_ns(&a.interval).map_err(cache_err)?;
     spec.seed = a.seed;
+    spec.stagger_start = a.stagger_start;
     let pb = crate::progress::bar(
         a.eta,
         1,
