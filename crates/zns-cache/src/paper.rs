@@ -429,39 +429,41 @@ fn group_line(what: &str, rows: &[&Comparison]) -> Option<String> {
     ))
 }
 
-/// Summary lines: calibration rows, then validation rows of the block and
-/// of the ZNS runs.
+/// Summary lines: calibration rows, validation rows of the block and of
+/// the ZNS runs, then diagnostic rows of each.
 pub fn summary(rows: &[Comparison]) -> Vec<String> {
     let pick = |role: Role, prefix: &str| -> Vec<&Comparison> {
         rows.iter()
             .filter(|r| r.role == role && r.run.starts_with(prefix))
             .collect()
     };
-    [
-        group_line(
+    const GROUPS: [(&str, Role, &str); 5] = [
+        (
             "vs paper, calibration (block 64 KiB disk latencies, 256 MiB 0 s disk writes)",
-            &pick(Role::Calibration, "Block-"),
+            Role::Calibration,
+            "Block-",
         ),
-        group_line(
+        (
             "vs paper, validation, block runs",
-            &pick(Role::Validation, "Block-"),
+            Role::Validation,
+            "Block-",
         ),
-        group_line(
-            "vs paper, validation, ZNS runs",
-            &pick(Role::Validation, "ZNS-"),
-        ),
-        group_line(
+        ("vs paper, validation, ZNS runs", Role::Validation, "ZNS-"),
+        (
             "vs paper, diagnostic (constant-sleep rows, workers started out of step), block runs",
-            &pick(Role::Diagnostic, "Block-"),
+            Role::Diagnostic,
+            "Block-",
         ),
-        group_line(
+        (
             "vs paper, diagnostic (constant-sleep rows, workers started out of step), ZNS runs",
-            &pick(Role::Diagnostic, "ZNS-"),
+            Role::Diagnostic,
+            "ZNS-",
         ),
-    ]
-    .into_iter()
-    .flatten()
-    .collect()
+    ];
+    GROUPS
+        .iter()
+        .filter_map(|(what, role, prefix)| group_line(what, &pick(*role, prefix)))
+        .collect()
 }
 
 /// The rows as CSV.

@@ -249,6 +249,18 @@ fn inflight_fetches_are_deduplicated() {
     assert!(r.counters.coalesced > 0);
 }
 
+/// ZPLRU with 256 MiB chunks on 4 zones (watermarks 1 / 2).
+fn zplru_256m_on_4_zones() -> CacheConfig {
+    CacheConfig {
+        policy: Policy::Zplru,
+        chunk_bytes: 256 << 20,
+        zones: Some(4),
+        zone_high: 1,
+        zone_low: 2,
+        ..CacheConfig::default()
+    }
+}
+
 /// A timing-only ZN540 (no data kept) under a uniform 1:10 workload.
 fn zn540_uniform_1_10(cache: CacheConfig, requests: u64, seed: u64) -> RunSpec {
     let mut d = DeviceSpec::new(Profile::builtin("zn540").unwrap());
@@ -304,15 +316,7 @@ fn a_held_zone_bounds_the_misses_in_flight() {
 /// 0 or 256 MiB: 0 or 2.5 GiB/s).
 #[test]
 fn disk_write_throughput_follows_the_device() {
-    let cache = CacheConfig {
-        policy: Policy::Zplru,
-        chunk_bytes: 256 << 20,
-        zones: Some(4),
-        zone_high: 1,
-        zone_low: 2,
-        ..CacheConfig::default()
-    };
-    let mut s = zn540_uniform_1_10(cache, 24, 4);
+    let mut s = zn540_uniform_1_10(zplru_256m_on_4_zones(), 24, 4);
     s.workers = 16;
     s.remote = RemoteLatency::Fixed { ns: 0 };
     s.interval_ns = 100_000_000;
@@ -506,13 +510,8 @@ fn preconditions_write_every_unit_once_or_twice() {
 fn staggered_workers_write_out_of_step() {
     let run = |stagger: bool| {
         let cache = CacheConfig {
-            policy: Policy::Zplru,
-            chunk_bytes: 256 << 20,
-            zones: Some(4),
-            zone_high: 1,
-            zone_low: 2,
             max_active_zones: Some(2),
-            ..CacheConfig::default()
+            ..zplru_256m_on_4_zones()
         };
         let mut s = zn540_uniform_1_10(cache, 8, 6);
         s.workers = 2;
