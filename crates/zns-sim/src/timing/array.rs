@@ -2,7 +2,7 @@
 //! `timing` and `docs/timing-model.md`.
 
 use super::buffer::{splitmix64, ActivityMeter, WriteBuffer};
-use super::flash::{Channel, Die, Rate};
+use super::flash::{Channel, Die, Rate, Suspend};
 use super::profile::{HostStack, InvalidTimingProfile, TimingProfile, ZrwaMedium};
 use super::readahead::{Lookup, StreamTable, RING};
 
@@ -179,8 +179,9 @@ pub struct FlashArray {
     read_page_ns: [u64; 16],
     n_page_types: u64,
     seg_ns: u64,
-    /// Read time that may push back each host program (0: no bound).
-    suspend_budget_ns: u64,
+    /// How reads suspend host programs: segment, budget, suspend and resume
+    /// costs.
+    sus: Suspend,
     unit_xfer_ns: u64,
     host: [(u64, u64); 3],
     ch_rate: Rate,
@@ -258,7 +259,13 @@ impl FlashArray {
             n_page_types: p.read_page_ns.len() as u64,
             read_page_ns,
             seg_ns: p.program_suspend_granularity_ns,
-            suspend_budget_ns: p.program_suspend_budget_ns,
+            sus: Suspend {
+                seg_ns: p.program_suspend_granularity_ns,
+                budget_ns: p.program_suspend_budget_ns,
+                suspend_ns: p.program_suspend_ns,
+                resume_ns: p.program_resume_ns,
+                resume_each_read: false,
+            },
             unit_xfer_ns: ch_rate.ns(unit),
             host,
             ch_rate,
@@ -992,6 +999,15 @@ impl FlashArray {
         self.schedule_zone_range(t, zone, off, bytes)
     }
 
+    /// How a read at `t` suspends programs: while writes wait for
+    /// write-buffer room (the latest admission is later than `t`), the
+    /// controller resumes the program after every read.
+    fn sus_at(&self, t: u64) -> Suspend {
+        let mut s = self.sus;
+        s.resume_each_read = self.buffer.admitting_until() > t;
+        s
+    }
+
     /// Array read of bytes `[cs, ce)` of the program unit starting at
     /// `unit_start` on `die`, from `t`: tR of the slowest page type touched,
     /// then the channel transfer. Returns when the data is in the controller.
@@ -1007,7 +1023,8 @@ impl FlashArray {
                 let ps = cs.max(unit_start + pg * self.stripe_bytes);
                 let pe = ce.min(unit_start + (pg + 1) * self.stripe_bytes);
                 let tr = self.read_page_ns[(pg % self.n_page_types) as usize];
-                let re = self.dies[die].read(at, tr, self.seg_ns, self.suspend_budget_ns);
+                let sus = self.sus_at(at);
+                let re = self.dies[die].read(at, tr, sus);
                 let xe = self.channels[ch].read_xfer(re, self.ch_rate.ns(pe - ps));
                 at = self.decode(ch, xe, pe - ps);
             }
@@ -1017,7 +1034,8 @@ impl FlashArray {
         for pg in first..=last.min(first + self.n_page_types - 1) {
             tr = tr.max(self.read_page_ns[(pg % self.n_page_types) as usize]);
         }
-        let re = self.dies[die].read(t, tr, self.seg_ns, self.suspend_budget_ns);
+        let sus = self.sus_at(t);
+        let re = self.dies[die].read(t, tr, sus);
         let ch = (die as u64 % self.n_channels) as usize;
         let xe = self.channels[ch].read_xfer(re, self.ch_rate.ns(ce - cs));
         self.decode(ch, xe, ce - cs)
@@ -1096,8 +1114,10 @@ impl FlashArray {
                     let die = (u64::from(p.die) % self.total_dies) as usize;
                     let e = if p.read_ns > 0 {
                         // SLC-mode block: one page type, its own tR.
-                        let re =
-                            self.dies[die].read(t0, p.read_ns, self.seg_ns, self.suspend_budget_ns);
+                        let re = {
+                            let sus = self.sus_at(t0);
+                            self.dies[die].read(t0, p.read_ns, sus)
+                        };
                         let ch = (die as u64 % self.n_channels) as usize;
                         let xe = self.channels[ch].read_xfer(re, self.ch_rate.ns(ce - cs));
                         self.decode(ch, xe, ce - cs)

@@ -96,6 +96,12 @@ impl WriteBuffer {
         self.last_release
     }
 
+    /// Admission time of the latest write: later than now while writes wait
+    /// for room (the buffer is full).
+    pub(crate) fn admitting_until(&self) -> u64 {
+        self.clock
+    }
+
     /// Bytes currently accounted in the buffer (as of the last admission).
     pub(crate) fn used(&self) -> u64 {
         self.used

@@ -8,7 +8,9 @@
 //!   higher-class operation that finds lower-class work running waits only for
 //!   the end of the current segment (`program_suspend_granularity_ns`), then
 //!   runs, and pushes the lower-class work back by its own duration. Lower-class
-//!   work never delays higher-class work beyond one segment.
+//!   work never delays higher-class work beyond one segment. A read that
+//!   suspends a host program may cost the program more than its own time
+//!   (suspend latency and resume re-setup, `Suspend`).
 //! * On a channel, read data-out preempts program data-in the same way, at the
 //!   granularity of one transfer.
 
@@ -47,6 +49,34 @@ fn segment_end(anchor: u64, s: u64, seg: u64) -> u64 {
     anchor + d.div_ceil(seg) * seg
 }
 
+/// How reads suspend the host programs of a die (`TimingProfile`'s
+/// `program_suspend_*` and `program_resume_ns`).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Suspend {
+    /// Segment length: a read waits for the end of the program's current one.
+    pub(crate) seg_ns: u64,
+    /// Die time that may push back each host program (0: no bound).
+    pub(crate) budget_ns: u64,
+    /// Suspend latency: a read that suspends a program starts this much later.
+    pub(crate) suspend_ns: u64,
+    /// Resume re-setup: die time after the read before the program goes on.
+    pub(crate) resume_ns: u64,
+    /// Writes wait for write-buffer room: the controller resumes the program
+    /// after every read, so reads back to back do not share a suspension.
+    pub(crate) resume_each_read: bool,
+}
+
+impl Suspend {
+    /// Segment length only: no budget, free suspensions (tests).
+    #[cfg(test)]
+    fn seg(seg_ns: u64) -> Suspend {
+        Suspend {
+            seg_ns,
+            ..Suspend::default()
+        }
+    }
+}
+
 /// One die (LUN).
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Die {
@@ -78,12 +108,21 @@ impl Die {
     }
 
     /// A page read of `tr` ns that may start at `t`; returns its end.
-    /// `budget` (0: none) bounds how much read time may push back each host
-    /// program of the current busy period: once the programs queued on the
-    /// die have been pushed back by `budget` each, further reads wait for
-    /// them to end (a program suspended too often is let finish).
+    /// `sus.budget_ns` (0: none) bounds how much die time reads may push back
+    /// each host program of the current busy period: once the programs
+    /// queued on the die have been pushed back by the budget each, further
+    /// reads wait for them to end (a program suspended too often is let
+    /// finish).
+    /// A read that finds a host program pending suspends it: it starts
+    /// `sus.suspend_ns` later (the die stops the program) and the program is
+    /// pushed back by `suspend_ns + tr + resume_ns` (the resume re-sets the
+    /// program up). A read that follows the previous one back to back shares
+    /// its suspension (the program is pushed back by `tr` only), unless
+    /// `sus.resume_each_read`. With both costs 0 every read pushes the
+    /// program back by `tr`.
     #[inline]
-    pub(crate) fn read(&mut self, t: u64, tr: u64, seg: u64, budget: u64) -> u64 {
+    pub(crate) fn read(&mut self, t: u64, tr: u64, sus: Suspend) -> u64 {
+        let (seg, budget) = (sus.seg_ns, sus.budget_ns);
         let mut s = t.max(self.read_until);
         let exhausted = budget > 0
             && self.prog_until > s
@@ -99,14 +138,21 @@ impl Die {
                 s = segment_end(self.fill_anchor, s, seg).min(self.fill_until);
             }
         }
-        let e = s + tr;
+        let suspends = self.prog_until > s && (sus.resume_each_read || s > self.read_until);
+        let (sus_ns, res_ns) = if suspends {
+            (sus.suspend_ns, sus.resume_ns)
+        } else {
+            (0, 0)
+        };
+        let push = sus_ns + tr + res_ns;
         if self.prog_until > s {
-            self.prog_until += tr;
-            self.prog_pushed += tr;
+            self.prog_until += push;
+            self.prog_pushed += push;
         }
         if self.fill_until > s {
-            self.fill_until += tr;
+            self.fill_until += push;
         }
+        let e = s + sus_ns + tr;
         self.read_until = e;
         e
     }
@@ -192,44 +238,96 @@ mod tests {
         let e = d.program(0, 1000, 100);
         assert_eq!(e, 1000);
         // read at 150: waits for segment end at 200, runs 50, program pushed to 1050
-        assert_eq!(d.read(150, 50, 100, 0), 250);
+        assert_eq!(d.read(150, 50, Suspend::seg(100)), 250);
         assert_eq!(d.prog_until(), 1050);
         // a second read at 160 queues behind the first, no extra segment wait
-        assert_eq!(d.read(160, 50, 100, 0), 300);
+        assert_eq!(d.read(160, 50, Suspend::seg(100)), 300);
         assert_eq!(d.prog_until(), 1100);
         // idle die: read starts at once
         let mut d2 = Die::default();
-        assert_eq!(d2.read(10, 50, 100, 0), 60);
+        assert_eq!(d2.read(10, 50, Suspend::seg(100)), 60);
     }
 
     #[test]
     fn reads_push_a_program_back_only_by_the_budget() {
+        let b = Suspend {
+            seg_ns: 100,
+            budget_ns: 120,
+            ..Suspend::default()
+        };
         let mut d = Die::default();
         assert_eq!(d.program(0, 1000, 100), 1000);
         // budget 120 per program: the first three 50 ns reads push it back
         // (150 >= 120 after the third), the fourth waits for its end
-        assert_eq!(d.read(150, 50, 100, 120), 250);
-        assert_eq!(d.read(160, 50, 100, 120), 300);
-        assert_eq!(d.read(170, 50, 100, 120), 350);
+        assert_eq!(d.read(150, 50, b), 250);
+        assert_eq!(d.read(160, 50, b), 300);
+        assert_eq!(d.read(170, 50, b), 350);
         assert_eq!(d.prog_until(), 1150);
-        assert_eq!(d.read(180, 50, 100, 120), 1200);
+        assert_eq!(d.read(180, 50, b), 1200);
         assert_eq!(d.prog_until(), 1150);
         // two programs queued in one busy period: twice the budget
         let mut d = Die::default();
         d.program(0, 1000, 100);
         assert_eq!(d.program(0, 1000, 100), 2000);
         for i in 0..5 {
-            d.read(150 + i, 50, 100, 120);
+            d.read(150 + i, 50, b);
         }
         assert_eq!(d.prog_until(), 2250);
-        assert_eq!(d.read(160, 50, 100, 120), 2300);
+        assert_eq!(d.read(160, 50, b), 2300);
         // without a budget (0) reads always push programs back
         let mut d2 = Die::default();
         d2.program(0, 1000, 100);
         for i in 0..10 {
-            d2.read(150 + i, 50, 100, 0);
+            d2.read(150 + i, 50, Suspend::seg(100));
         }
         assert_eq!(d2.prog_until(), 1500);
+    }
+
+    #[test]
+    fn a_suspension_costs_die_time_and_back_to_back_reads_share_it() {
+        let sus = Suspend {
+            seg_ns: 100,
+            suspend_ns: 10,
+            resume_ns: 20,
+            ..Suspend::default()
+        };
+        let mut d = Die::default();
+        d.program(0, 1000, 100);
+        // read at 150: segment end 200, suspend 10, sense 50; the program is
+        // pushed back by 10 + 50 + 20
+        assert_eq!(d.read(150, 50, sus), 260);
+        assert_eq!(d.prog_until(), 1080);
+        // queued behind it: same suspension, the sense only
+        assert_eq!(d.read(160, 50, sus), 310);
+        assert_eq!(d.prog_until(), 1130);
+        // a later read after a gap suspends again (segment end 500)
+        assert_eq!(d.read(450, 50, sus), 560);
+        assert_eq!(d.prog_until(), 1210);
+        // while writes wait for buffer room, every read is its own suspension
+        let each = Suspend {
+            resume_each_read: true,
+            ..sus
+        };
+        let mut d = Die::default();
+        d.program(0, 1000, 100);
+        assert_eq!(d.read(150, 50, each), 260);
+        assert_eq!(d.read(160, 50, each), 320);
+        assert_eq!(d.prog_until(), 1160);
+        // an idle die: no suspension, no cost
+        let mut d2 = Die::default();
+        assert_eq!(d2.read(10, 50, sus), 60);
+        // the costs count against the budget: 80 of 100 after one read, the
+        // second read still suspends (80 < 100), the third waits
+        let budgeted = Suspend {
+            budget_ns: 100,
+            ..each
+        };
+        let mut d = Die::default();
+        d.program(0, 1000, 100);
+        assert_eq!(d.read(150, 50, budgeted), 260);
+        assert_eq!(d.read(160, 50, budgeted), 320);
+        assert_eq!(d.prog_until(), 1160);
+        assert_eq!(d.read(170, 50, budgeted), 1210);
     }
 
     #[test]

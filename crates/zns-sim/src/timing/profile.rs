@@ -290,6 +290,20 @@ pub struct TimingProfile {
     /// suspensions per program). 0 = no bound (the default).
     #[serde(default)]
     pub program_suspend_budget_ns: u64,
+    /// Program suspend latency: a read that suspends a host program starts
+    /// this much later (the die stops the program at a safe point first),
+    /// and the program is pushed back by it. A NAND program suspend/resume
+    /// is not free (Wu & He, FAST 2012; NAND datasheets' suspend latency).
+    /// 0 = free (the default).
+    #[serde(default)]
+    pub program_suspend_ns: u64,
+    /// Program resume re-setup: die time after the reads of a suspension
+    /// before the program goes on (the interrupted program step is set up
+    /// again). Reads back to back share a suspension, except while writes
+    /// wait for write-buffer room: then the controller resumes the program
+    /// after every read. 0 = free (the default).
+    #[serde(default)]
+    pub program_resume_ns: u64,
 
     // ----------------------------------------------------------- write buffer
     /// Controller write buffer. Writes complete once their data is in it; it
@@ -645,7 +659,7 @@ impl TimingProfile {
         Ok(())
     }
 
-    fn time_fields(&self) -> [(&'static str, u64); 45] {
+    fn time_fields(&self) -> [(&'static str, u64); 47] {
         [
             ("host_spdk_submit_ns", self.host_spdk_submit_ns),
             ("host_spdk_complete_ns", self.host_spdk_complete_ns),
@@ -725,6 +739,8 @@ impl TimingProfile {
                 "program_suspend_granularity_ns",
                 self.program_suspend_granularity_ns,
             ),
+            ("program_suspend_ns", self.program_suspend_ns),
+            ("program_resume_ns", self.program_resume_ns),
             ("open_ns", self.open_ns),
             ("close_ns", self.close_ns),
             ("zone_mgmt_noop_ns", self.zone_mgmt_noop_ns),
