@@ -230,7 +230,8 @@ fn repro_runs_quick() {
 
 /// (c) runs the paper's 256 MiB and 512 MiB GC rows, and every run with a
 /// cell in the paper's appendix B is compared with it figure by figure, as
-/// validation (only the block drive's 64 KiB disk latencies calibrate).
+/// validation (only the block drive's 64 KiB disk latencies calibrate), or
+/// as diagnostic for the runs whose workers started out of step.
 #[test]
 fn repro_compares_with_the_papers_cells() {
     let o = zns(&[
@@ -258,8 +259,15 @@ fn repro_compares_with_the_papers_cells() {
         .collect();
     assert!(labels.contains(&"Block-512M-UNIF-10-5.3s"), "{labels:?}");
     let rows = c["vs_paper"].as_array().unwrap();
-    // 8 runs with a paper cell (the spread rows have none) × 6 latencies
-    assert_eq!(rows.len(), 48, "{rows:?}");
+    // 8 runs with a paper cell (the spread rows have none) and the 4
+    // out-of-step runs of the constant-sleep rows, × 6 latencies
+    assert_eq!(rows.len(), 72, "{rows:?}");
+    let diagnostic = |r: &&serde_json::Value| r["role"] == "diagnostic";
+    assert_eq!(rows.iter().filter(diagnostic).count(), 24);
+    assert!(rows
+        .iter()
+        .filter(diagnostic)
+        .all(|r| r["run"].as_str().unwrap().ends_with("-out-of-step")));
     let row = rows
         .iter()
         .find(|r| r["run"] == "Block-256M-UNIF-10-3.2s" && r["metric"] == "get-mean-ms")
