@@ -553,7 +553,6 @@ fn gc_experiment(ctx: &mut Ctx) -> Result<ExperimentResult, CacheError> {
     // diagnostic, not validation): what the zone holders' lockstep costs.
     const MIB256: u64 = 256 << 20;
     let sleep_5_3 = RemoteLatency::Fixed { ns: 5_300_000_000 };
-    let mut in_step: Vec<(String, RunReport, RunReport)> = Vec::new();
     for (chunk, remote, rl, out_of_step) in [
         (MIB256, RemoteLatency::Measured, "3.2s", false),
         (MIB256, RemoteLatency::MeasuredSpread, "3.2s-spread", false),
@@ -606,7 +605,14 @@ fn gc_experiment(ctx: &mut Ctx) -> Result<ExperimentResult, CacheError> {
             let label = |side: &str| format!("{side}-{row}{}", paper::OUT_OF_STEP);
             let z = ctx.run(&label("ZNS"), zs)?;
             let b = ctx.run(&label("Block"), bs)?;
-            if let Some((_, zi, bi)) = in_step.iter().find(|(r, _, _)| *r == row) {
+            // the same row in step ran earlier in this loop
+            let in_step = |side: &str| {
+                let label = format!("{side}-{row}");
+                runs.iter()
+                    .find(|r: &&LabelledRun| r.label == label)
+                    .map(|r| &r.report)
+            };
+            if let (Some(zi), Some(bi)) = (in_step("ZNS"), in_step("Block")) {
                 findings.push(out_of_step_finding(
                     &tag,
                     &row,
@@ -620,9 +626,6 @@ fn gc_experiment(ctx: &mut Ctx) -> Result<ExperimentResult, CacheError> {
         }
         let z = ctx.run(&format!("ZNS-{row}"), zs)?;
         let b = ctx.run(&format!("Block-{row}"), bs)?;
-        if remote.fetch_ns(chunk) > 0 && remote.spread_ns(chunk) == 0 {
-            in_step.push((row.clone(), z.report.clone(), b.report.clone()));
-        }
         let mut change = [None, None];
         let mut write_change = [None, None];
         for (i, (name, r, cap)) in [

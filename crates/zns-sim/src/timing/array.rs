@@ -178,7 +178,6 @@ pub struct FlashArray {
     stripe_bytes: u64,
     read_page_ns: [u64; 16],
     n_page_types: u64,
-    seg_ns: u64,
     /// How reads suspend host programs: segment, budget, suspend and resume
     /// costs.
     sus: Suspend,
@@ -258,7 +257,6 @@ impl FlashArray {
             stripe_bytes: p.page_bytes * u64::from(p.planes_per_die),
             n_page_types: p.read_page_ns.len() as u64,
             read_page_ns,
-            seg_ns: p.program_suspend_granularity_ns,
             sus: Suspend {
                 seg_ns: p.program_suspend_granularity_ns,
                 budget_ns: p.program_suspend_budget_ns,
@@ -479,7 +477,7 @@ impl FlashArray {
             }
             MediaOp::Erase { die, .. } => {
                 let d = (u64::from(die) % self.total_dies) as usize;
-                return self.dies[d].program(now_ns, self.profile.erase_ns, self.seg_ns);
+                return self.dies[d].program(now_ns, self.profile.erase_ns, self.sus.seg_ns);
             }
             MediaOp::Flush { .. } => {
                 let fe = self.frontend(t) + self.profile.flush_ns;
@@ -740,7 +738,7 @@ impl FlashArray {
         // One cached unit per die: the transfer may overlap the previous program.
         let xs = t.max(self.dies[die].prog_until().saturating_sub(tp));
         let xe = self.channels[ch].program_xfer(xs, self.unit_xfer_ns);
-        let pe = self.dies[die].program(xe, tp, self.seg_ns);
+        let pe = self.dies[die].program(xe, tp, self.sus.seg_ns);
         self.buffer.release_at(pe, bytes);
         pe
     }
@@ -978,7 +976,7 @@ impl FlashArray {
                 let ub = u.bytes.min(unit);
                 let ch = (die as u64 % self.n_channels) as usize;
                 let xe = self.channels[ch].program_xfer(adm, self.ch_rate.ns(ub));
-                let pe = self.dies[die].program(xe.max(gate), u.program_ns, self.seg_ns);
+                let pe = self.dies[die].program(xe.max(gate), u.program_ns, self.sus.seg_ns);
                 self.buffer.release_at(pe, ub);
                 last = last.max(pe);
             }
@@ -1114,10 +1112,8 @@ impl FlashArray {
                     let die = (u64::from(p.die) % self.total_dies) as usize;
                     let e = if p.read_ns > 0 {
                         // SLC-mode block: one page type, its own tR.
-                        let re = {
-                            let sus = self.sus_at(t0);
-                            self.dies[die].read(t0, p.read_ns, sus)
-                        };
+                        let sus = self.sus_at(t0);
+                        let re = self.dies[die].read(t0, p.read_ns, sus);
                         let ch = (die as u64 % self.n_channels) as usize;
                         let xe = self.channels[ch].read_xfer(re, self.ch_rate.ns(ce - cs));
                         self.decode(ch, xe, ce - cs)
@@ -1329,7 +1325,7 @@ impl FlashArray {
         let xe = self.channels[ch].program_xfer(t, self.ch_rate.ns(bytes.saturating_mul(2)));
         if self.gc_slots.is_empty() || program_units == 0 {
             let dur = reads.saturating_add(program_units.saturating_mul(self.profile.program_ns));
-            return self.dies[die].program(t, dur, self.seg_ns).max(xe);
+            return self.dies[die].program(t, dur, self.sus.seg_ns).max(xe);
         }
         // GC engine slots: each relocated unit (its share of the reads, then
         // its program) starts once its die has finished the work queued
@@ -1355,7 +1351,7 @@ impl FlashArray {
                 }
             }
             let (k, free) = fit.unwrap_or(first);
-            e = self.dies[die].program(ready.max(free), dur, self.seg_ns);
+            e = self.dies[die].program(ready.max(free), dur, self.sus.seg_ns);
             self.gc_slots[k] = e;
         }
         e.max(xe)
