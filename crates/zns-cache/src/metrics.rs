@@ -119,6 +119,13 @@ pub struct Counters {
     /// Bytes read from / written to the device by the cache.
     pub disk_read_bytes: u64,
     pub disk_write_bytes: u64,
+    /// Chunk reads / writes completed (hits' reads, inserts' writes; host GC
+    /// copies not counted) and the sum of their latencies, ns: the per-interval
+    /// means of the time series.
+    pub disk_reads: u64,
+    pub disk_read_ns: u64,
+    pub disk_writes: u64,
+    pub disk_write_ns: u64,
     /// Bytes written for new chunks (misses).
     pub insert_bytes: u64,
     /// Host GC: chunks relocated and their bytes.
@@ -158,6 +165,14 @@ pub struct FlashCounters {
 }
 
 impl FlashCounters {
+    /// The bytes written since `earlier` (a snapshot of the same device).
+    pub fn since(&self, earlier: &FlashCounters) -> FlashCounters {
+        FlashCounters {
+            host_write_bytes: self.host_write_bytes - earlier.host_write_bytes,
+            flash_write_bytes: self.flash_write_bytes - earlier.flash_write_bytes,
+        }
+    }
+
     pub fn waf(&self) -> Option<f64> {
         (self.host_write_bytes > 0)
             .then(|| self.flash_write_bytes as f64 / self.host_write_bytes as f64)
@@ -178,19 +193,33 @@ pub struct Sample {
     pub read_gib_s: f64,
     pub write_gib_s: f64,
     pub get_mean_ms: f64,
+    /// Mean latency of the chunk reads (hits) and chunk writes (inserts)
+    /// completed in this interval, ms (`None`: none completed).
+    pub disk_read_mean_ms: Option<f64>,
+    pub disk_write_mean_ms: Option<f64>,
     pub free_zones: u32,
     pub used_bytes: u64,
     pub gc_relocations: u64,
     pub host_waf: f64,
+    /// FTL device: flash ÷ host bytes written since the run started.
     pub device_waf: Option<f64>,
+    /// FTL device: flash ÷ host bytes written over the last
+    /// `run::DEVICE_WAF_WINDOW_INTERVALS` intervals, this one included
+    /// (`None`: no host write, or no FTL): the device's GC phases.
+    pub device_waf_window: Option<f64>,
 }
 
-pub(crate) const SAMPLE_CSV_HEADER: &str = "t_s,hit_ratio,hit_ratio_window,gets_per_s,get_gib_s,read_gib_s,write_gib_s,get_mean_ms,free_zones,used_bytes,gc_relocations,host_waf,device_waf";
+/// A CSV cell: 4 decimals, empty for `None`.
+fn opt4(v: Option<f64>) -> String {
+    v.map(|x| format!("{x:.4}")).unwrap_or_default()
+}
+
+pub(crate) const SAMPLE_CSV_HEADER: &str = "t_s,hit_ratio,hit_ratio_window,gets_per_s,get_gib_s,read_gib_s,write_gib_s,get_mean_ms,disk_read_mean_ms,disk_write_mean_ms,free_zones,used_bytes,gc_relocations,host_waf,device_waf,device_waf_window";
 
 impl Sample {
     pub(crate) fn csv_row(&self) -> String {
         format!(
-            "{:.3},{:.6},{:.6},{:.3},{:.6},{:.6},{:.6},{:.4},{},{},{},{:.4},{}",
+            "{:.3},{:.6},{:.6},{:.3},{:.6},{:.6},{:.6},{:.4},{},{},{},{},{},{:.4},{},{}",
             self.t_s,
             self.hit_ratio,
             self.hit_ratio_window,
@@ -199,13 +228,14 @@ impl Sample {
             self.read_gib_s,
             self.write_gib_s,
             self.get_mean_ms,
+            opt4(self.disk_read_mean_ms),
+            opt4(self.disk_write_mean_ms),
             self.free_zones,
             self.used_bytes,
             self.gc_relocations,
             self.host_waf,
-            self.device_waf
-                .map(|w| format!("{w:.4}"))
-                .unwrap_or_default()
+            opt4(self.device_waf),
+            opt4(self.device_waf_window),
         )
     }
 }

@@ -17,58 +17,86 @@ pub fn draw(chart: &Chart, path: &Path) -> Result<(), CacheError> {
     })
 }
 
-/// The metrics plotted per run, as (file name, title, y label, value).
+/// The metrics plotted per run, as (file name, title, y label, value; `None`
+/// where the interval has no value).
 type Metric = (
     &'static str,
     &'static str,
     &'static str,
-    fn(&crate::metrics::Sample) -> f64,
+    fn(&crate::metrics::Sample) -> Option<f64>,
 );
 
-pub const METRICS: [Metric; 6] = [
+pub const METRICS: [Metric; 9] = [
     ("hit-ratio", "hit ratio (cumulative)", "hit ratio", |s| {
-        s.hit_ratio
+        Some(s.hit_ratio)
     }),
-    ("get-throughput", "get throughput", "GiB/s", |s| s.get_gib_s),
+    ("get-throughput", "get throughput", "GiB/s", |s| {
+        Some(s.get_gib_s)
+    }),
     ("disk-read", "disk read throughput", "GiB/s", |s| {
-        s.read_gib_s
+        Some(s.read_gib_s)
     }),
     ("disk-write", "disk write throughput", "GiB/s", |s| {
-        s.write_gib_s
+        Some(s.write_gib_s)
     }),
     ("get-latency", "mean get latency per interval", "ms", |s| {
-        s.get_mean_ms
+        Some(s.get_mean_ms)
     }),
+    (
+        "disk-read-latency",
+        "mean chunk read latency per interval",
+        "ms",
+        |s| s.disk_read_mean_ms,
+    ),
+    (
+        "disk-write-latency",
+        "mean chunk write latency per interval",
+        "ms",
+        |s| s.disk_write_mean_ms,
+    ),
     ("free-zones", "free zones", "zones", |s| {
-        f64::from(s.free_zones)
+        Some(f64::from(s.free_zones))
     }),
+    (
+        "device-waf",
+        "device WAF over the last 30 intervals (FTL drives)",
+        "flash / host bytes",
+        |s| s.device_waf_window,
+    ),
 ];
 
-/// One chart per metric with one line per labelled run.
+/// One chart per metric with one line per labelled run (a metric no run
+/// has, such as the device WAF of ZNS runs, gets no chart).
 pub fn comparison_charts(
     runs: &[(String, &RunReport)],
     title_prefix: &str,
 ) -> Vec<(&'static str, Chart)> {
     METRICS
         .iter()
-        .map(|(name, title, y, f)| {
-            (
-                *name,
-                Chart {
-                    title: format!("{title_prefix}{title}"),
-                    x_label: "time (s, virtual)".into(),
-                    y_label: (*y).into(),
-                    series: runs
-                        .iter()
-                        .map(|(label, r)| {
-                            (
-                                label.clone(),
-                                r.samples.iter().map(|s| (s.t_s, f(s))).collect(),
-                            )
-                        })
-                        .collect(),
-                },
-            )
+        .filter_map(|(name, title, y, f)| {
+            let series: Vec<(String, Vec<(f64, f64)>)> = runs
+                .iter()
+                .map(|(label, r)| {
+                    (
+                        label.clone(),
+                        r.samples
+                            .iter()
+                            .filter_map(|s| f(s).map(|v| (s.t_s, v)))
+                            .collect(),
+                    )
+                })
+                .collect();
+            series.iter().any(|(_, pts)| !pts.is_empty()).then(|| {
+                (
+                    *name,
+                    Chart {
+                        title: format!("{title_prefix}{title}"),
+                        x_label: "time (s, virtual)".into(),
+                        y_label: (*y).into(),
+                        series,
+                    },
+                )
+            })
         })
         .collect()
 }

@@ -10,6 +10,7 @@
 //! `--iterations`) or the virtual duration is used up.
 
 use std::cell::Cell;
+use std::collections::VecDeque;
 use std::future::{poll_fn, Future};
 use std::pin::pin;
 use std::rc::Rc;
@@ -228,6 +229,11 @@ pub struct RunReport {
 }
 
 const GIB: f64 = (1u64 << 30) as f64;
+
+/// The time series' windowed device WAF spans this many intervals: an FTL
+/// counts a GC victim's whole relocation when it picks it, so a single
+/// interval's WAF comes in spikes.
+pub const DEVICE_WAF_WINDOW_INTERVALS: usize = 30;
 
 /// A backend plus what the report needs about it.
 pub struct OpenDevice {
@@ -569,6 +575,7 @@ pub fn run_cache(
     // Sample every interval until every worker is done.
     let mut samples = Vec::new();
     let mut prev = cache.counters();
+    let mut recent_flash = VecDeque::from([flash0]);
     let mut prev_t = t0;
     let mut min_free = cache.free_zones();
     let stall_ns = (600_000_000_000u64).max(remote_ns.saturating_mul(50));
@@ -604,14 +611,13 @@ pub fn run_cache(
         let free = cache.free_zones();
         min_free = min_free.min(free);
         let flash = flash_counters_of(&open.dev);
-        let device_waf = match (flash0, flash) {
-            (Some(a), Some(b)) => FlashCounters {
-                host_write_bytes: b.host_write_bytes - a.host_write_bytes,
-                flash_write_bytes: b.flash_write_bytes - a.flash_write_bytes,
-            }
-            .waf(),
+        let waf_since = |from: Option<FlashCounters>| match (from, flash) {
+            (Some(a), Some(b)) => b.since(&a).waf(),
             _ => None,
         };
+        let device_waf = waf_since(flash0);
+        let device_waf_window = waf_since(recent_flash.front().copied().flatten());
+        let mean_ms = |n: u64, ns: u64| (n > 0).then(|| ns as f64 / n as f64 / 1e6);
         if now > prev_t || live.get() == 0 {
             samples.push(Sample {
                 t_s: (now - t0) as f64 / 1e9,
@@ -626,17 +632,30 @@ pub fn run_cache(
                 } else {
                     0.0
                 },
+                disk_read_mean_ms: mean_ms(
+                    c.disk_reads - prev.disk_reads,
+                    c.disk_read_ns - prev.disk_read_ns,
+                ),
+                disk_write_mean_ms: mean_ms(
+                    c.disk_writes - prev.disk_writes,
+                    c.disk_write_ns - prev.disk_write_ns,
+                ),
                 free_zones: free,
                 used_bytes: cache.valid_chunks() * geo.chunk_bytes,
                 gc_relocations: c.gc_relocations,
                 host_waf: c.host_waf(),
                 device_waf,
+                device_waf_window,
             });
         }
         if spec.audit {
             cache.audit().map_err(CacheError::Internal)?;
         }
         prev = c;
+        if recent_flash.len() == DEVICE_WAF_WINDOW_INTERVALS {
+            recent_flash.pop_front();
+        }
+        recent_flash.push_back(flash);
         prev_t = now;
         progress(&Progress {
             virtual_ns: now - t0,
@@ -685,10 +704,7 @@ pub fn run_cache(
         }
     };
     let flash = match (flash0, flash_counters_of(&open.dev)) {
-        (Some(a), Some(b)) => Some(FlashCounters {
-            host_write_bytes: b.host_write_bytes - a.host_write_bytes,
-            flash_write_bytes: b.flash_write_bytes - a.flash_write_bytes,
-        }),
+        (Some(a), Some(b)) => Some(b.since(&a)),
         _ => None,
     };
     if spec.audit {

@@ -338,6 +338,103 @@ fn disk_write_throughput_follows_the_device() {
     assert!(peak < 1.146 * 1.1, "a 100 ms sample wrote {peak:.2} GiB/s");
 }
 
+/// The time series carries the disk latencies and the device's GC per
+/// interval: on a preconditioned FTL drive the windowed device WAF rises
+/// above 1; the interval means of chunk reads and writes bracket the run's
+/// means, which the counters' sums give exactly; a ZNS drive has no device
+/// WAF, and its runs get no device-WAF chart.
+#[test]
+fn the_time_series_shows_disk_latencies_and_the_devices_gc() {
+    let mut d = DeviceSpec::new(Profile::builtin("tiny-ftl").unwrap());
+    d.nsid = Some(1);
+    d.region_bytes = Some(1 << 20);
+    d.store = StoreKind::None;
+    d.precondition = Precondition::RandomSteady;
+    let cache = CacheConfig {
+        policy: Policy::Zplru,
+        chunk_bytes: 128 << 10,
+        zones: Some(8),
+        zone_high: 1,
+        zone_low: 2,
+        ..CacheConfig::default()
+    };
+    let workload = WorkloadSpec::Generated {
+        distribution: Distribution::Uniform,
+        ratio: 2.0,
+        requests: 3000,
+        seed: 1,
+    };
+    let mut s = RunSpec::new(d, cache, workload);
+    s.workers = 8;
+    s.remote = RemoteLatency::Fixed { ns: 0 };
+    s.interval_ns = 200_000;
+    let r = run_cache(&s, &mut |_| {}).unwrap();
+    let waf: Vec<f64> = r
+        .samples
+        .iter()
+        .filter_map(|x| x.device_waf_window)
+        .collect();
+    assert!(
+        waf.iter().any(|&w| w > 1.5),
+        "the drive's GC shows in the windowed WAF: {waf:?}"
+    );
+    let c = &r.counters;
+    for (means, n, ns, summary) in [
+        (
+            r.samples
+                .iter()
+                .map(|x| x.disk_read_mean_ms)
+                .collect::<Vec<_>>(),
+            c.disk_reads,
+            c.disk_read_ns,
+            &r.disk_read,
+        ),
+        (
+            r.samples.iter().map(|x| x.disk_write_mean_ms).collect(),
+            c.disk_writes,
+            c.disk_write_ns,
+            &r.disk_write,
+        ),
+    ] {
+        assert!(n > 100, "{n} chunk I/Os");
+        assert_eq!(n, summary.count);
+        let mean_ms = ns as f64 / n as f64 / 1e6;
+        assert!(
+            (mean_ms / summary.mean_ms - 1.0).abs() < 1e-9,
+            "{mean_ms} vs {summary:?}"
+        );
+        let some: Vec<f64> = means.iter().flatten().copied().collect();
+        assert!(
+            some.len() > 1 && some.len() < means.len(),
+            "{} of {}",
+            some.len(),
+            means.len()
+        );
+        let lo = some.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = some.iter().copied().fold(0.0, f64::max);
+        assert!(
+            lo < hi && lo <= mean_ms && mean_ms <= hi,
+            "{lo} <= {mean_ms} <= {hi}"
+        );
+    }
+    let names = |r: &RunReport| -> Vec<&str> {
+        plot::comparison_charts(&[("run".to_string(), r)], "")
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect()
+    };
+    assert!(names(&r).contains(&"device-waf"));
+    assert!(names(&r).contains(&"disk-read-latency"));
+    let z = run_cache(
+        &zn540_uniform_1_10(zplru_256m_on_4_zones(), 8, 1),
+        &mut |_| {},
+    )
+    .unwrap();
+    assert!(z.samples.iter().all(|x| x.device_waf_window.is_none()));
+    assert!(!names(&z).contains(&"device-waf"));
+    assert!(names(&z).contains(&"disk-write-latency"));
+}
+
 #[test]
 fn bad_parameters_are_errors() {
     let base = spec(Case {
