@@ -607,6 +607,21 @@ fn reads_queue_behind_writes_stalled_on_a_full_buffer() {
     // without the writes a read takes ~70-80 us
     let mut idle = FlashArray::new(&p).unwrap();
     assert!(idle.submit(0, HostStack::Spdk, &read(0, 4096)) < 90 * US);
+    // a controller that queues reads apart: the read waits only for its die
+    // (a program segment at most), and the writes' times do not change
+    let mut apart = p.clone();
+    apart.reads_pass_stalled_writes = true;
+    let mut fa = FlashArray::new(&apart).unwrap();
+    let mut fifo = FlashArray::new(&p).unwrap();
+    for i in 0..64u64 {
+        let w = write((i % 4) as u32, (i / 4) * MIB, MIB);
+        assert_eq!(
+            fa.submit(0, HostStack::Spdk, &w),
+            fifo.submit(0, HostStack::Spdk, &w)
+        );
+    }
+    let r = fa.submit(US, HostStack::Spdk, &read(100 * p.zone_size_bytes, 4096));
+    assert!(r < 2 * MS, "the read passes the stalled writes: done at {r}");
 }
 
 #[test]

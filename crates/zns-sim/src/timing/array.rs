@@ -187,6 +187,8 @@ pub struct FlashArray {
     conv_rate: Rate,
     zrwa_rate: Rate,
     fe_free: u64,
+    /// The reads' own front-end lane (`reads_pass_stalled_writes`).
+    fe_read_free: u64,
     /// Engine start times of the last write-path commands (ring).
     eng_starts: [u64; 64],
     eng_pos: usize,
@@ -270,6 +272,7 @@ impl FlashArray {
             conv_rate: Rate::from_mibps(p.conv_write_mibps),
             zrwa_rate: Rate::from_mibps(p.zrwa_medium_mibps.max(1)),
             fe_free: 0,
+            fe_read_free: 0,
             eng_starts: [0; 64],
             eng_pos: 0,
             eng_slots: p.engine_queue_slots as usize,
@@ -620,6 +623,19 @@ impl FlashArray {
     fn frontend(&mut self, t: u64) -> u64 {
         let e = t.max(self.fe_free) + self.profile.frontend_ns;
         self.fe_free = e;
+        e
+    }
+
+    /// The front end for a read: the shared FIFO, or with
+    /// `reads_pass_stalled_writes` the reads' own lane, which writes stalled
+    /// for engine or buffer room do not hold.
+    #[inline]
+    fn frontend_read(&mut self, t: u64) -> u64 {
+        if !self.profile.reads_pass_stalled_writes {
+            return self.frontend(t);
+        }
+        let e = t.max(self.fe_read_free) + self.profile.frontend_ns;
+        self.fe_read_free = e;
         e
     }
 
@@ -1056,7 +1072,7 @@ impl FlashArray {
 
     fn read(&mut self, t: u64, ns: u32, off: u64, bytes: u64, places: Option<&[FtlPlace]>) -> u64 {
         let conv = self.namespace_kind(ns) == NamespaceKind::Conventional;
-        let fe = self.frontend(t);
+        let fe = self.frontend_read(t);
         let unit = self.unit_bytes;
         let end = off.saturating_add(bytes.min(MAX_UNITS_PER_COMMAND * unit));
         // Read-ahead: a hit is served from the prefetched data; a read that

@@ -167,6 +167,14 @@ pub struct TimingProfile {
     /// the front end; when they are full (e.g. the write buffer stalls) the
     /// front end stops, and every later command waits (1..=64).
     pub engine_queue_slots: u32,
+    /// Reads are fetched in their own front-end lane (serial,
+    /// `frontend_ns` each), past writes that wait for engine-queue or
+    /// write-buffer room: a controller that queues reads and writes apart.
+    /// Default false: one FIFO front end, reads wait behind stalled writes
+    /// (head-of-line blocking, as the ZN540's and the SN640's reads under
+    /// saturating writes show, characterization Obs. 11).
+    #[serde(default)]
+    pub reads_pass_stalled_writes: bool,
     /// Completion-time jitter of writes and appends: uniform in +/- this,
     /// drawn from `seed` (breaks the lock-step of deterministic closed loops).
     pub io_jitter_ns: u64,
