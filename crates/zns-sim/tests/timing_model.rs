@@ -621,7 +621,10 @@ fn reads_queue_behind_writes_stalled_on_a_full_buffer() {
         );
     }
     let r = fa.submit(US, HostStack::Spdk, &read(100 * p.zone_size_bytes, 4096));
-    assert!(r < 2 * MS, "the read passes the stalled writes: done at {r}");
+    assert!(
+        r < 2 * MS,
+        "the read passes the stalled writes: done at {r}"
+    );
 }
 
 #[test]
