@@ -342,7 +342,7 @@ fn dist_label(d: Distribution) -> &'static str {
 /// time series: when its first chunk writes completed and the device WAF
 /// then (docs/zncache.md, "The block drive", cause 3). `None` without an
 /// FTL drive.
-fn gc_transient_finding(runs: &[LabelledRun]) -> Option<String> {
+pub fn gc_transient_finding(runs: &[LabelledRun]) -> Option<String> {
     let cells: Vec<String> = runs
         .iter()
         .filter(|r| r.report.backend == BackendKind::Block)
@@ -1162,53 +1162,6 @@ pub fn experiment_text(r: &ExperimentResult) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The (a) finding on the block drive's first writes names each block
-    /// run with the time its first chunk writes took and the device WAF up
-    /// to then, and says nothing without a block run.
-    #[test]
-    fn the_gc_transient_finding_reads_the_block_runs_series() {
-        let cache = CacheConfig {
-            chunk_bytes: 128 << 10,
-            zones: Some(8),
-            zone_high: 1,
-            zone_low: 2,
-            ..CacheConfig::default()
-        };
-        let workload = WorkloadSpec::Generated {
-            distribution: Distribution::Uniform,
-            ratio: 2.0,
-            requests: 400,
-            seed: 1,
-        };
-        let run = |label: &str, mut dev: DeviceSpec| {
-            dev.store = zns_device::StoreKind::None;
-            let mut s = RunSpec::new(dev, cache.clone(), workload.clone());
-            s.workers = 8;
-            s.remote = RemoteLatency::Fixed { ns: 0 };
-            s.interval_ns = 200_000;
-            LabelledRun {
-                label: label.into(),
-                report: run_cache(&s, &mut |_| {}).unwrap(),
-            }
-        };
-        let zns = run("ZNS-x", DeviceSpec::new(Profile::builtin("tiny").unwrap()));
-        let mut b = DeviceSpec::new(Profile::builtin("tiny-ftl").unwrap());
-        b.nsid = Some(1);
-        b.region_bytes = Some(1 << 20);
-        b.precondition = Precondition::RandomSteady;
-        let block = run("Block-x", b);
-        assert_eq!(gc_transient_finding(std::slice::from_ref(&zns)), None);
-        let f = gc_transient_finding(&[zns, block]).unwrap();
-        assert!(f.contains("Block-x ") && !f.contains("ZNS-x"), "{f}");
-        let waf: f64 = f
-            .split("WAF up to ")
-            .nth(1)
-            .and_then(|t| t.split(')').next())
-            .and_then(|t| t.parse().ok())
-            .unwrap_or_else(|| panic!("{f}"));
-        assert!(waf >= 1.0, "{f}");
-    }
 
     #[test]
     fn checks_judge_direction_or_a_band() {
