@@ -348,16 +348,18 @@ pub fn gc_transient_finding(runs: &[LabelledRun]) -> Option<String> {
         .filter(|r| r.report.backend == BackendKind::Block)
         .filter_map(|r| {
             let s = &r.report.samples;
-            let first = s.iter().find(|x| x.disk_write_mean_ms.is_some())?;
+            let (t_s, write_ms) = s
+                .iter()
+                .find_map(|x| x.disk_write_mean_ms.map(|ms| (x.t_s, ms)))?;
             let waf = s
                 .iter()
-                .take_while(|x| x.t_s <= first.t_s)
+                .take_while(|x| x.t_s <= t_s)
                 .filter_map(|x| x.device_waf_window)
-                .fold(None, |m: Option<f64>, w| Some(m.map_or(w, |m| m.max(w))))?;
+                .reduce(f64::max)?;
             Some(format!(
                 "{} {:.0} s (WAF up to {waf:.1})",
                 r.label,
-                first.disk_write_mean_ms.unwrap_or(0.0) / 1e3
+                write_ms / 1e3
             ))
         })
         .collect();
