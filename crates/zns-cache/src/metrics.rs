@@ -59,6 +59,11 @@ impl Histogram {
         self.n
     }
 
+    /// The sum of the recorded values, ns.
+    pub fn total_ns(&self) -> u128 {
+        self.sum_ns
+    }
+
     pub fn mean_ns(&self) -> f64 {
         if self.n == 0 {
             0.0
@@ -119,13 +124,6 @@ pub struct Counters {
     /// Bytes read from / written to the device by the cache.
     pub disk_read_bytes: u64,
     pub disk_write_bytes: u64,
-    /// Chunk reads / writes completed (hits' reads, inserts' writes; host GC
-    /// copies not counted) and the sum of their latencies, ns: the per-interval
-    /// means of the time series.
-    pub disk_reads: u64,
-    pub disk_read_ns: u64,
-    pub disk_writes: u64,
-    pub disk_write_ns: u64,
     /// Bytes written for new chunks (misses).
     pub insert_bytes: u64,
     /// Host GC: chunks relocated and their bytes.

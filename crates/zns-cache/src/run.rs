@@ -576,6 +576,7 @@ pub fn run_cache(
     let mut samples = Vec::new();
     let mut prev = cache.counters();
     let mut recent_flash = VecDeque::from([flash0]);
+    let mut prev_disk = cache.disk_latency_totals();
     let mut prev_t = t0;
     let mut min_free = cache.free_zones();
     let stall_ns = (600_000_000_000u64).max(remote_ns.saturating_mul(50));
@@ -617,7 +618,11 @@ pub fn run_cache(
         };
         let device_waf = waf_since(flash0);
         let device_waf_window = waf_since(recent_flash.front().copied().flatten());
-        let mean_ms = |n: u64, ns: u64| (n > 0).then(|| ns as f64 / n as f64 / 1e6);
+        let disk = cache.disk_latency_totals();
+        let [read_ms, write_ms] = [0, 1].map(|i| {
+            let (n, ns) = (disk[i].0 - prev_disk[i].0, disk[i].1 - prev_disk[i].1);
+            (n > 0).then(|| ns as f64 / n as f64 / 1e6)
+        });
         if now > prev_t || live.get() == 0 {
             samples.push(Sample {
                 t_s: (now - t0) as f64 / 1e9,
@@ -632,14 +637,8 @@ pub fn run_cache(
                 } else {
                     0.0
                 },
-                disk_read_mean_ms: mean_ms(
-                    c.disk_reads - prev.disk_reads,
-                    c.disk_read_ns - prev.disk_read_ns,
-                ),
-                disk_write_mean_ms: mean_ms(
-                    c.disk_writes - prev.disk_writes,
-                    c.disk_write_ns - prev.disk_write_ns,
-                ),
+                disk_read_mean_ms: read_ms,
+                disk_write_mean_ms: write_ms,
                 free_zones: free,
                 used_bytes: cache.valid_chunks() * geo.chunk_bytes,
                 gc_relocations: c.gc_relocations,
@@ -652,6 +651,7 @@ pub fn run_cache(
             cache.audit().map_err(CacheError::Internal)?;
         }
         prev = c;
+        prev_disk = disk;
         if recent_flash.len() == DEVICE_WAF_WINDOW_INTERVALS {
             recent_flash.pop_front();
         }

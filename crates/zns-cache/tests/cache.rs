@@ -341,7 +341,7 @@ fn disk_write_throughput_follows_the_device() {
 /// The time series carries the disk latencies and the device's GC per
 /// interval: on a preconditioned FTL drive the windowed device WAF rises
 /// above 1; the interval means of chunk reads and writes bracket the run's
-/// means, which the counters' sums give exactly; a ZNS drive has no device
+/// means; a ZNS drive has no device
 /// WAF, and its runs get no device-WAF chart. (a)'s finding on the block
 /// drive's first writes reads that series: it names the block run only,
 /// with the device WAF up to its first chunk writes.
@@ -380,31 +380,21 @@ fn the_time_series_shows_disk_latencies_and_the_devices_gc() {
         waf.iter().any(|&w| w > 1.5),
         "the drive's GC shows in the windowed WAF: {waf:?}"
     );
-    let c = &r.counters;
-    for (means, n, ns, summary) in [
+    for (means, summary) in [
         (
             r.samples
                 .iter()
                 .map(|x| x.disk_read_mean_ms)
                 .collect::<Vec<_>>(),
-            c.disk_reads,
-            c.disk_read_ns,
             &r.disk_read,
         ),
         (
             r.samples.iter().map(|x| x.disk_write_mean_ms).collect(),
-            c.disk_writes,
-            c.disk_write_ns,
             &r.disk_write,
         ),
     ] {
-        assert!(n > 100, "{n} chunk I/Os");
-        assert_eq!(n, summary.count);
-        let mean_ms = ns as f64 / n as f64 / 1e6;
-        assert!(
-            (mean_ms / summary.mean_ms - 1.0).abs() < 1e-9,
-            "{mean_ms} vs {summary:?}"
-        );
+        assert!(summary.count > 100, "{summary:?}");
+        let mean_ms = summary.mean_ms;
         let some: Vec<f64> = means.iter().flatten().copied().collect();
         assert!(
             some.len() > 1 && some.len() < means.len(),

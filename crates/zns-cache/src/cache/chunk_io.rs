@@ -118,8 +118,6 @@ impl Cache {
         let dt = self.handle.now_ns() - t0;
         let mut st = self.st.borrow_mut();
         st.lat.disk_read.record(dt);
-        st.counters.disk_reads += 1;
-        st.counters.disk_read_ns += dt;
         result
     }
 
@@ -160,8 +158,6 @@ impl Cache {
         let now = self.handle.now_ns();
         let mut st = self.st.borrow_mut();
         st.lat.disk_write.record(now - t0);
-        st.counters.disk_writes += 1;
-        st.counters.disk_write_ns += now - t0;
         st.writes.end(now);
         result
     }

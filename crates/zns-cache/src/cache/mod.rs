@@ -714,6 +714,13 @@ impl Cache {
         self.st.borrow().lat.clone()
     }
 
+    /// (count, summed ns) of the chunk reads and of the chunk writes so far,
+    /// without copying the histograms: the time series' per-interval means.
+    pub(crate) fn disk_latency_totals(&self) -> [(u64, u128); 2] {
+        let st = self.st.borrow();
+        [&st.lat.disk_read, &st.lat.disk_write].map(|h| (h.count(), h.total_ns()))
+    }
+
     /// Hit ratio of the gets completed after the first eviction (None before).
     pub fn steady_hit_ratio(&self) -> Option<f64> {
         let st = self.st.borrow();
