@@ -490,3 +490,53 @@ fn untimed_jobs_precondition_an_ftl_drive_in_no_time() {
         assert!(err.contains("untimed=1") && err.contains(why), "{err}");
     }
 }
+
+/// experiments/large-reads-under-zone-writers.fio: the regime of ZNCache's
+/// (c) rows without remote latency, which no measured data covers
+/// (docs/zncache.md, cause 2). It must run as written, and it pins what the
+/// docs say the model does there: 14 zone writers, one 512 KiB write each
+/// in flight, keep the drive's full rate beside a reader with one read in
+/// flight, and a reader gets a share of the front end per command — eight
+/// reads in flight get several times what one gets.
+#[test]
+fn large_reads_next_to_saturating_zone_writers_share_the_front_end_per_command() {
+    let path =
+        zns_bench::fidelity::default_experiments_dir().join("large-reads-under-zone-writers.fio");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let specs = parse_job_file(&text, "large-reads-under-zone-writers.fio")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let j = run_jobs(&specs, 1)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .to_fio_json();
+    let mibps = |name: &str, dir: &str| -> f64 {
+        j["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|job| job["jobname"] == name)
+            .map(|job| job[dir]["bw"].as_f64().unwrap() / 1024.0)
+            .sum()
+    };
+    for rate in ["none", "60", "full"] {
+        for (bs, qd) in [("512k", 1), ("512k", 8), ("512k", 64), ("4k", 8)] {
+            if rate == "none" && bs == "4k" {
+                continue;
+            }
+            let r = mibps(&format!("r_{rate}_{bs}_{qd}"), "read");
+            assert!(r > 0.0, "r_{rate}_{bs}_{qd} read nothing");
+        }
+    }
+    let writers_beside_one_read = mibps("w_full_512k_1", "write");
+    assert!(
+        writers_beside_one_read > 1100.0,
+        "saturating zone writers {writers_beside_one_read:.0} MiB/s"
+    );
+    let (qd1, qd8) = (
+        mibps("r_full_512k_1", "read"),
+        mibps("r_full_512k_8", "read"),
+    );
+    assert!(
+        qd8 > 4.0 * qd1,
+        "512 KiB reads beside saturating writers: QD 1 {qd1:.0}, QD 8 {qd8:.0} MiB/s"
+    );
+}
