@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
 use zns_device::Profile;
-use zns_raid::crashtest::{self, CrashConfig, TrialOutcome};
+use zns_raid::crashtest::{self, CrashShape, PolicyReport, TrialOutcome};
 use zns_raid::Policy;
 
 use crate::progress::Eta;
@@ -99,47 +99,6 @@ fn crashtest_cmd(args: CrashtestArgs) -> Result<ExitCode, CliError> {
             .collect::<Result<_, _>>()
             .map_err(|e| CliError::Usage(format!("--policy: {e}")))?
     };
-    let trials = args
-        .trials
-        .unwrap_or(if args.seed.is_some() { 1 } else { 100 });
-    let seed = args.seed.unwrap_or(1);
-    if args.members < 3 {
-        return Err(CliError::Usage(format!(
-            "--members {}: RAID-5 needs at least 3",
-            args.members
-        )));
-    }
-    if !(args.max_cut_ms.is_finite() && args.max_cut_ms > 0.1) {
-        return Err(CliError::Usage(format!(
-            "--max-cut-ms {}: must be more than 0.1",
-            args.max_cut_ms
-        )));
-    }
-    if trials == 0 {
-        return Err(CliError::Usage("--trials 0: run at least one trial".into()));
-    }
-    if args.qd == 0 {
-        return Err(CliError::Usage(
-            "--qd 0: at least one write in flight".into(),
-        ));
-    }
-    if args.zones == 0 {
-        return Err(CliError::Usage("--zones 0: fill at least one zone".into()));
-    }
-    let profile = match &args.profile {
-        Some(p) => Profile::load(p).map_err(|e| CliError::Input(e.to_string()))?,
-        None => crashtest::crash_profile(),
-    };
-    // a chunk the array cannot be made with is a wrong argument, not data
-    // lost in every trial
-    let lba_bytes = crashtest::member_lba_bytes(&profile)
-        .ok_or_else(|| CliError::Input("the member profile has no zoned namespace".into()))?;
-    if args.chunk_kib == 0 || (args.chunk_kib * 1024) % lba_bytes != 0 {
-        return Err(CliError::Usage(format!(
-            "--chunk-kib {}: the chunk must be a non-zero whole number of the members' {lba_bytes}-byte blocks",
-            args.chunk_kib
-        )));
-    }
     let serial_log = match (args.paper_procedure, args.log_line_us) {
         (false, None) => None,
         (false, Some(_)) => {
@@ -157,26 +116,41 @@ fn crashtest_cmd(args: CrashtestArgs) -> Result<ExitCode, CliError> {
             )))
         }
     };
-    if serial_log.is_some() && args.qd != 1 {
-        return Err(CliError::Usage(
-            "--paper-procedure runs at QD 1 (its workload logs a write before the next)".into(),
-        ));
-    }
-    let per_write = args.per_write_progress || serial_log.is_some();
+    let seed = args.seed.unwrap_or(1);
+    let shape = CrashShape {
+        members: args.members,
+        chunk_kib: args.chunk_kib,
+        zones: args.zones,
+        queue_depth: args.qd,
+        max_cut_ms: args.max_cut_ms,
+        trials: args
+            .trials
+            .unwrap_or(if args.seed.is_some() { 1 } else { 100 }),
+        fail_device: args.fail_device,
+        progress_per_write: args.per_write_progress,
+        serial_log,
+        profile: match &args.profile {
+            Some(p) => Profile::load(p).map_err(|e| CliError::Input(e.to_string()))?,
+            None => crashtest::crash_profile(),
+        },
+    };
+    shape.check().map_err(|e| match e.param {
+        "profile" => CliError::Input(e.problem),
+        _ => CliError::Usage(format!(
+            "--{} {}: {}",
+            e.param.replace('_', "-"),
+            e.value,
+            e.problem
+        )),
+    })?;
+    let (trials, per_write) = (shape.trials, shape.per_write_progress());
     let eta = args.eta;
     let mut rows = Vec::new();
     let mut wplog_failed = false;
     for policy in policies {
-        let mut cfg = CrashConfig::new(policy);
-        cfg.fail_device = args.fail_device;
-        cfg.members = args.members;
-        cfg.chunk_bytes = args.chunk_kib * 1024;
-        cfg.zones = args.zones;
-        cfg.queue_depth = args.qd;
-        cfg.max_cut_ns = (args.max_cut_ms * 1e6) as u64;
-        cfg.profile = profile.clone();
-        cfg.progress_per_write = per_write;
-        cfg.serial_log = serial_log;
+        let cfg = shape
+            .config(policy)
+            .map_err(|e| CliError::Usage(e.to_string()))?;
         let bar = crate::progress::bar(
             eta,
             trials,
@@ -204,25 +178,7 @@ fn crashtest_cmd(args: CrashtestArgs) -> Result<ExitCode, CliError> {
         rows.push((policy, summary));
     }
     if args.json {
-        let v: Vec<serde_json::Value> = rows
-            .iter()
-            .map(|(p, s)| {
-                serde_json::json!({
-                    "policy": p.name(),
-                    "trials": s.trials,
-                    "not_counted": s.not_counted,
-                    "failures": s.failures,
-                    "failure_rate": s.failure_rate(),
-                    "mean_loss_bytes": s.mean_loss_bytes(),
-                    "failing": s.failing.iter().map(|o| serde_json::json!({
-                        "seed": o.seed,
-                        "failed_member": o.failed_member,
-                        "lost_bytes": o.lost_bytes,
-                        "why": o.failure,
-                    })).collect::<Vec<_>>(),
-                })
-            })
-            .collect();
+        let v: Vec<PolicyReport> = rows.iter().map(|(p, s)| s.report(*p)).collect();
         outln!(
             "{}",
             serde_json::to_string_pretty(&serde_json::json!({

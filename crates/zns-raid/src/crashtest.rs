@@ -142,6 +142,152 @@ pub fn member_lba_bytes(profile: &Profile) -> Option<u64> {
         })
 }
 
+/// A crash test as a user gives it, in the units the front ends take
+/// (`zns raid crashtest`'s options, a sweep point's parameters): checked
+/// once here, then turned into a [`CrashConfig`] per policy.
+#[derive(Debug, Clone)]
+pub struct CrashShape {
+    pub members: usize,
+    pub chunk_kib: u64,
+    pub zones: u32,
+    pub queue_depth: usize,
+    pub max_cut_ms: f64,
+    pub trials: u64,
+    pub fail_device: bool,
+    pub progress_per_write: bool,
+    pub serial_log: Option<SerialLog>,
+    /// Member device profile (`crash_profile()` unless the user named one).
+    pub profile: Profile,
+}
+
+/// A [`CrashShape`] parameter out of range: `param` is its name in snake
+/// case (each front end spells it its way: `--chunk-kib`, `chunk_kib =`),
+/// `value` as given, `problem` what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{param} = {value}: {problem}")]
+pub struct ShapeError {
+    pub param: &'static str,
+    pub value: String,
+    pub problem: String,
+}
+
+impl CrashShape {
+    /// The defaults of both front ends: 5 members, 64 KiB chunks, 3 zones,
+    /// QD 1, power cuts up to 15 ms, 100 trials, on `crash_profile()`.
+    pub fn new() -> CrashShape {
+        CrashShape {
+            members: 5,
+            chunk_kib: crate::DEFAULT_CHUNK_BYTES / 1024,
+            zones: 3,
+            queue_depth: 1,
+            max_cut_ms: 15.0,
+            trials: 100,
+            fail_device: false,
+            progress_per_write: false,
+            serial_log: None,
+            profile: crash_profile(),
+        }
+    }
+
+    /// Checks every parameter; a chunk the array cannot be made with is a
+    /// wrong argument, not data lost in every trial.
+    pub fn check(&self) -> Result<(), ShapeError> {
+        let lba_bytes = member_lba_bytes(&self.profile);
+        let chunk_fits = |b: u64| self.chunk_kib != 0 && (self.chunk_kib * 1024) % b == 0;
+        // (wrong?, parameter, value as given, what is wrong), first match wins
+        let rules: [(bool, &'static str, String, String); 8] = [
+            (
+                self.members < 3,
+                "members",
+                self.members.to_string(),
+                "RAID-5 needs at least 3".into(),
+            ),
+            (
+                !(self.max_cut_ms.is_finite() && self.max_cut_ms > 0.1),
+                "max_cut_ms",
+                self.max_cut_ms.to_string(),
+                "must be more than 0.1".into(),
+            ),
+            (
+                self.trials == 0,
+                "trials",
+                self.trials.to_string(),
+                "run at least one trial".into(),
+            ),
+            (
+                self.queue_depth == 0,
+                "qd",
+                self.queue_depth.to_string(),
+                "at least one write in flight".into(),
+            ),
+            (
+                self.serial_log.is_some() && self.queue_depth != 1,
+                "qd",
+                self.queue_depth.to_string(),
+                "the paper's procedure runs at QD 1 (its workload logs a write before the next)"
+                    .into(),
+            ),
+            (
+                self.zones == 0,
+                "zones",
+                self.zones.to_string(),
+                "fill at least one zone".into(),
+            ),
+            (
+                lba_bytes.is_none(),
+                "profile",
+                self.profile.name.clone(),
+                "the member profile has no zoned namespace".into(),
+            ),
+            (
+                lba_bytes.is_some_and(|b| !chunk_fits(b)),
+                "chunk_kib",
+                self.chunk_kib.to_string(),
+                format!(
+                    "the chunk must be a non-zero whole number of the members' {}-byte blocks",
+                    lba_bytes.unwrap_or(0)
+                ),
+            ),
+        ];
+        match rules.into_iter().find(|rule| rule.0) {
+            Some((_, param, value, problem)) => Err(ShapeError {
+                param,
+                value,
+                problem,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether write pointers advance per completed write: asked for, or
+    /// implied by the paper's procedure (its workload logs each write).
+    pub fn per_write_progress(&self) -> bool {
+        self.progress_per_write || self.serial_log.is_some()
+    }
+
+    /// The checked shape as the configuration of one policy's trials.
+    pub fn config(&self, policy: Policy) -> Result<CrashConfig, ShapeError> {
+        self.check()?;
+        let mut cfg = CrashConfig::new(policy);
+        cfg.fail_device = self.fail_device;
+        cfg.members = self.members;
+        cfg.chunk_bytes = self.chunk_kib * 1024;
+        cfg.zones = self.zones;
+        cfg.queue_depth = self.queue_depth;
+        cfg.max_cut_ns = (self.max_cut_ms * 1e6) as u64;
+        cfg.profile = self.profile.clone();
+        cfg.progress_per_write = self.per_write_progress();
+        cfg.serial_log = self.serial_log;
+        Ok(cfg)
+    }
+}
+
+impl Default for CrashShape {
+    fn default() -> Self {
+        CrashShape::new()
+    }
+}
+
 impl CrashConfig {
     pub fn new(policy: Policy) -> CrashConfig {
         CrashConfig {
@@ -478,6 +624,30 @@ pub struct Summary {
     pub failing: Vec<TrialOutcome>,
 }
 
+/// One policy's crash-test result as the front ends print it (`zns raid
+/// crashtest --json`'s `policies`, a sweep point's record).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct PolicyReport {
+    pub policy: &'static str,
+    pub trials: u64,
+    pub not_counted: u64,
+    pub failures: u64,
+    pub failure_rate: f64,
+    pub lost_bytes: u64,
+    pub mean_loss_bytes: f64,
+    pub first_failing_seed: Option<u64>,
+    pub failing: Vec<FailingTrial>,
+}
+
+/// A failing trial in a [`PolicyReport`]: its seed replays it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct FailingTrial {
+    pub seed: u64,
+    pub failed_member: Option<usize>,
+    pub lost_bytes: u64,
+    pub why: Option<String>,
+}
+
 impl Summary {
     pub fn failure_rate(&self) -> f64 {
         if self.trials == 0 {
@@ -492,6 +662,30 @@ impl Summary {
             0.0
         } else {
             self.lost_bytes as f64 / self.failures as f64
+        }
+    }
+
+    /// The summary of `policy`'s trials as the front ends print it.
+    pub fn report(&self, policy: Policy) -> PolicyReport {
+        PolicyReport {
+            policy: policy.name(),
+            trials: self.trials,
+            not_counted: self.not_counted,
+            failures: self.failures,
+            failure_rate: self.failure_rate(),
+            lost_bytes: self.lost_bytes,
+            mean_loss_bytes: self.mean_loss_bytes(),
+            first_failing_seed: self.failing.first().map(|o| o.seed),
+            failing: self
+                .failing
+                .iter()
+                .map(|o| FailingTrial {
+                    seed: o.seed,
+                    failed_member: o.failed_member,
+                    lost_bytes: o.lost_bytes,
+                    why: o.failure.clone(),
+                })
+                .collect(),
         }
     }
 }
@@ -527,6 +721,73 @@ pub fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_shape_names_the_parameter_it_cannot_run_with() {
+        let ok = CrashShape::new();
+        assert_eq!(ok.check(), Ok(()));
+        let cfg = ok.config(Policy::Chunk).unwrap();
+        assert_eq!((cfg.members, cfg.chunk_bytes, cfg.zones), (5, 64 << 10, 3));
+        assert_eq!((cfg.queue_depth, cfg.max_cut_ns), (1, 15_000_000));
+        let with = |edit: fn(&mut CrashShape)| {
+            let mut shape = CrashShape::new();
+            edit(&mut shape);
+            shape
+        };
+        let paper = with(|s| s.serial_log = Some(SerialLog::QEMU_16550));
+        assert!(paper.config(Policy::WpLog).unwrap().progress_per_write);
+        let bad = [
+            (with(|s| s.members = 2), "members"),
+            (with(|s| s.chunk_kib = 0), "chunk_kib"),
+            (with(|s| s.chunk_kib = 3), "chunk_kib"),
+            (with(|s| s.zones = 0), "zones"),
+            (with(|s| s.queue_depth = 0), "qd"),
+            (
+                with(|s| {
+                    s.serial_log = Some(SerialLog::QEMU_16550);
+                    s.queue_depth = 4;
+                }),
+                "qd",
+            ),
+            (with(|s| s.max_cut_ms = f64::NAN), "max_cut_ms"),
+            (with(|s| s.trials = 0), "trials"),
+        ];
+        for (shape, param) in bad {
+            let e = shape.check().unwrap_err();
+            assert_eq!(e.param, param, "{e}");
+            assert_eq!(shape.config(Policy::WpLog).unwrap_err(), e);
+        }
+    }
+
+    #[test]
+    fn a_report_carries_the_summary_and_each_failing_seed() {
+        let failing = |seed, lost_bytes| TrialOutcome {
+            seed,
+            acked_lbas: 8,
+            reported_lbas: 4,
+            lost_bytes,
+            failed_member: Some(1),
+            cut_at_ns: 0,
+            workload_end_ns: 0,
+            failure: Some("lost".into()),
+        };
+        let s = Summary {
+            trials: 4,
+            not_counted: 1,
+            failures: 2,
+            lost_bytes: 12288,
+            failing: vec![failing(7, 4096), failing(9, 8192)],
+        };
+        let r = s.report(Policy::Stripe);
+        assert_eq!(
+            (r.policy, r.trials, r.not_counted, r.failures),
+            ("stripe", 4, 1, 2)
+        );
+        assert_eq!((r.failure_rate, r.mean_loss_bytes), (0.5, 6144.0));
+        assert_eq!(r.first_failing_seed, Some(7));
+        assert_eq!(r.failing[1].seed, 9);
+        assert_eq!(r.failing[1].why.as_deref(), Some("lost"));
+    }
 
     #[test]
     fn the_pattern_is_keyed_by_byte_address_and_a_wrong_byte_is_found() {

@@ -294,70 +294,31 @@ pub fn run_params(
 }
 
 fn crashtest(p: &Params) -> Result<Value, String> {
-    use zns_raid::crashtest::{self, CrashConfig};
+    use zns_raid::crashtest::{self, CrashShape};
     let policy: zns_raid::Policy = p
         .text_or("policy", "wplog")
         .parse()
         .map_err(|e| format!("policy: {e}"))?;
-    let trials = p.u64("trials", 100)?;
-    let seed = p.u64("seed", 1)?;
-    let members = p.u64("members", 5)? as usize;
-    let chunk_kib = p.u64("chunk_kib", 64)?;
-    let zones = p.u32("zones", 3)?;
-    let qd = p.u64("qd", 1)? as usize;
-    let max_cut_ms = p.f64("max_cut_ms", 15.0)?;
-    if members < 3 {
-        return Err(format!("members = {members}: RAID-5 needs at least 3"));
-    }
-    if trials == 0 {
-        return Err("trials = 0: run at least one trial".into());
-    }
-    if qd == 0 {
-        return Err("qd = 0: at least one write in flight".into());
-    }
-    if zones == 0 {
-        return Err("zones = 0: fill at least one zone".into());
-    }
-    if !(max_cut_ms.is_finite() && max_cut_ms > 0.1) {
-        return Err(format!("max_cut_ms = {max_cut_ms}: must be more than 0.1"));
-    }
-    let profile = match p.text("profile") {
-        Some(name) => zns_device::Profile::load(&name).map_err(|e| format!("profile: {e}"))?,
-        None => crashtest::crash_profile(),
+    let defaults = CrashShape::new();
+    let shape = CrashShape {
+        members: p.u64("members", defaults.members as u64)? as usize,
+        chunk_kib: p.u64("chunk_kib", defaults.chunk_kib)?,
+        zones: p.u32("zones", defaults.zones)?,
+        queue_depth: p.u64("qd", defaults.queue_depth as u64)? as usize,
+        max_cut_ms: p.f64("max_cut_ms", defaults.max_cut_ms)?,
+        trials: p.u64("trials", defaults.trials)?,
+        fail_device: p.bool("fail_device")?,
+        progress_per_write: p.bool("per_write_progress")?,
+        serial_log: None,
+        profile: match p.text("profile") {
+            Some(name) => zns_device::Profile::load(&name).map_err(|e| format!("profile: {e}"))?,
+            None => defaults.profile,
+        },
     };
-    let lba_bytes = crashtest::member_lba_bytes(&profile)
-        .ok_or("profile: the member profile has no zoned namespace")?;
-    if chunk_kib == 0 || (chunk_kib * 1024) % lba_bytes != 0 {
-        return Err(format!(
-            "chunk_kib = {chunk_kib}: the chunk must be a non-zero whole number of the members' {lba_bytes}-byte blocks"
-        ));
-    }
-    let mut cfg = CrashConfig::new(policy);
-    cfg.fail_device = p.bool("fail_device")?;
-    cfg.members = members;
-    cfg.chunk_bytes = chunk_kib * 1024;
-    cfg.zones = zones;
-    cfg.queue_depth = qd;
-    cfg.max_cut_ns = (max_cut_ms * 1e6) as u64;
-    cfg.profile = profile;
-    cfg.progress_per_write = p.bool("per_write_progress")?;
-    let s = crashtest::run(&cfg, trials, seed, &mut |_| {});
-    Ok(serde_json::json!({
-        "policy": policy.name(),
-        "trials": s.trials,
-        "not_counted": s.not_counted,
-        "failures": s.failures,
-        "failure_rate": s.failure_rate(),
-        "lost_bytes": s.lost_bytes,
-        "mean_loss_bytes": s.mean_loss_bytes(),
-        "first_failing_seed": s.failing.first().map(|o| o.seed),
-        "failing": s.failing.iter().map(|o| serde_json::json!({
-            "seed": o.seed,
-            "failed_member": o.failed_member,
-            "lost_bytes": o.lost_bytes,
-            "why": o.failure,
-        })).collect::<Vec<_>>(),
-    }))
+    let cfg = shape.config(policy).map_err(|e| e.to_string())?;
+    let seed = p.u64("seed", 1)?;
+    let s = crashtest::run(&cfg, shape.trials, seed, &mut |_| {});
+    serde_json::to_value(s.report(policy)).map_err(|e| e.to_string())
 }
 
 /// Adds `key=value` lines at the end of every job section of `text`
