@@ -232,7 +232,7 @@ fn end_to_end_qd1_write_and_pending_sn540() {
     let suite = Suite::load(&dir()).unwrap();
     let e = &suite.experiments["sn540.vs_zn540.read_p95_under_full_write_ms"];
     assert!(e.pending.is_none());
-    assert_eq!(e.job.as_deref(), Some("sn540-reads-under-writes.fio"));
+    assert_eq!(e.job.as_deref(), Some("sn540-write-bw-timeseries.fio"));
 }
 
 /// The whole suite (slow in debug builds): prints the table, writes plots
