@@ -193,7 +193,9 @@ impl CrashShape {
     /// wrong argument, not data lost in every trial.
     pub fn check(&self) -> Result<(), ShapeError> {
         let lba_bytes = member_lba_bytes(&self.profile);
-        let chunk_fits = |b: u64| self.chunk_kib != 0 && (self.chunk_kib * 1024) % b == 0;
+        let chunk_fits = |b: u64| {
+            (self.chunk_kib.checked_mul(1024)).is_some_and(|bytes| bytes != 0 && bytes % b == 0)
+        };
         // (wrong?, parameter, value as given, what is wrong), first match wins
         let rules: [(bool, &'static str, String, String); 8] = [
             (
@@ -740,6 +742,7 @@ mod tests {
             (with(|s| s.members = 2), "members"),
             (with(|s| s.chunk_kib = 0), "chunk_kib"),
             (with(|s| s.chunk_kib = 3), "chunk_kib"),
+            (with(|s| s.chunk_kib = u64::MAX), "chunk_kib"),
             (with(|s| s.zones = 0), "zones"),
             (with(|s| s.queue_depth = 0), "qd"),
             (
