@@ -134,23 +134,26 @@ fn crashtest_cmd(args: CrashtestArgs) -> Result<ExitCode, CliError> {
             None => crashtest::crash_profile(),
         },
     };
-    shape.check().map_err(|e| match e.param {
-        "profile" => CliError::Input(e.problem),
-        _ => CliError::Usage(format!(
-            "--{} {}: {}",
-            e.param.replace('_', "-"),
-            e.value,
-            e.problem
-        )),
-    })?;
+    // every policy's configuration before any trial: a wrong argument is a
+    // usage error, not data lost in every trial
+    let configs = policies
+        .iter()
+        .map(|&policy| shape.config(policy).map(|cfg| (policy, cfg)))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| match e.param {
+            "profile" => CliError::Input(e.problem),
+            _ => CliError::Usage(format!(
+                "--{} {}: {}",
+                e.param.replace('_', "-"),
+                e.value,
+                e.problem
+            )),
+        })?;
     let (trials, per_write) = (shape.trials, shape.per_write_progress());
     let eta = args.eta;
     let mut rows = Vec::new();
     let mut wplog_failed = false;
-    for policy in policies {
-        let cfg = shape
-            .config(policy)
-            .map_err(|e| CliError::Usage(e.to_string()))?;
+    for (policy, cfg) in configs {
         let bar = crate::progress::bar(
             eta,
             trials,
