@@ -89,6 +89,9 @@ def test_crashtest_and_cache_run_give_reports():
         znskit.crashtest(members=2)
     with pytest.raises(znskit.ZnsError, match="parameter `qdepth`"):
         znskit.crashtest(qdepth=2)
+    # a chunk the array refuses is an error, never a failure rate
+    with pytest.raises(znskit.ZnsError, match=r"chunk_kib = 16: .*2 × ZRWAFG = 32 KiB"):
+        znskit.crashtest(policy="wplog", trials=2, chunk_kib=16)
     c = znskit.cache_run(device="zn540", zones=8, requests=3000, remote_latency="0", workers=8)
     assert 0.0 <= c["hit_ratio"] <= 1.0
     assert c["requests"] == 3000

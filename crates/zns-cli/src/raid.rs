@@ -175,6 +175,11 @@ fn crashtest_cmd(args: CrashtestArgs) -> Result<ExitCode, CliError> {
         if let Some(bar) = &bar {
             bar.finish_and_clear();
         }
+        // trials that could not build the array are no crash outcomes: an
+        // error, never a failure rate (the shape check leaves none)
+        if let Some(e) = summary.not_run_error(policy) {
+            return Err(CliError::Input(e));
+        }
         if policy == Policy::WpLog && summary.failures > 0 {
             wplog_failed = true;
         }

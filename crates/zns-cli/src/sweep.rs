@@ -24,7 +24,7 @@ A sweep file (TOML) names what each point runs and the parameter values:
   policy = \"wplog\"
   trials = 20
   [grid]                               # every combination (keys in name order,
-  chunk_kib = [16, 64]                 #  the last varying fastest)
+  chunk_kib = [32, 64]                 #  the last varying fastest)
   qd = [1, 4]
   # [[points]] tables list points by hand (each crossed with the grid);
   # run = \"bench\" takes job = \"FILE.fio\" and any fio option as a parameter

@@ -264,6 +264,13 @@ fn crashtest_arguments_are_checked_before_any_trial() {
     for (args, says) in [
         (&["--chunk-kib", "3"][..], "--chunk-kib 3"),
         (&["--chunk-kib", "0"][..], "--chunk-kib 0"),
+        // whole blocks, but the array refuses them: 2 × ZRWAFG is 32 KiB
+        (&["--chunk-kib", "16"][..], "2 × ZRWAFG = 32 KiB"),
+        (
+            &["--chunk-kib", "16", "--policy", "wplog"][..],
+            "--chunk-kib 16",
+        ),
+        (&["--chunk-kib", "1024"][..], "half the ZRWA = 512 KiB"),
         (&["--qd", "0"][..], "--qd 0"),
         (&["--trials", "0"][..], "--trials 0"),
         (&["--zones", "0"][..], "--zones 0"),
