@@ -35,6 +35,7 @@ mod bench;
 mod cache;
 mod export;
 mod fidelity;
+mod interrupt;
 mod output;
 mod progress;
 mod raid;

@@ -188,6 +188,7 @@ pub fn sweep(a: SweepArgs) -> Result<ExitCode, CliError> {
             workers: a.workers.unwrap_or_else(local::available_workers),
             resume: a.resume,
             retry_failed: a.retry_failed,
+            stop: Some(crate::interrupt::received),
         };
         let bar = crate::progress::bar(
             a.eta,
@@ -195,6 +196,7 @@ pub fn sweep(a: SweepArgs) -> Result<ExitCode, CliError> {
             "sweep [{bar:30}] {pos}/{len} points {msg} ({elapsed}, eta {eta})",
         );
         let mut failed = 0usize;
+        crate::interrupt::watch();
         // host time is read here, in the OS-facing binary (zns_sweep::HostClock)
         let t0 = std::time::Instant::now();
         let clock = move || t0.elapsed().as_secs_f64();
@@ -210,6 +212,10 @@ pub fn sweep(a: SweepArgs) -> Result<ExitCode, CliError> {
         });
         if let Some(b) = &bar {
             b.finish_and_clear();
+        }
+        if let Err(e @ SweepError::Interrupted { .. }) = &r {
+            eprintln!("zns sweep: interrupted ({}): {e}", crate::interrupt::name());
+            return Ok(crate::interrupt::exit_code());
         }
         r.map_err(sweep_err)?
     } else {

@@ -255,6 +255,7 @@ fn sweep_local(
         workers: workers.unwrap_or_else(local::available_workers),
         resume,
         retry_failed,
+        stop: None,
     };
     let (summary, table) = py
         .allow_threads(|| local::run(&s, &out, &opts, &host_clock(), &mut |_, _, _| {}))

@@ -777,6 +777,11 @@ impl Summary {
         }
     }
 
+    /// Trials that ran (counted, not counted and not run alike).
+    pub fn ran(&self) -> u64 {
+        self.trials + self.not_counted + self.not_run
+    }
+
     /// An error naming why trials could not run, if any did not: their
     /// outcome says nothing about the policy.
     pub fn not_run_error(&self, policy: Policy) -> Option<String> {
@@ -784,7 +789,7 @@ impl Summary {
             format!(
                 "{} of {} {} trials could not run: {}",
                 self.not_run,
-                self.not_run + self.trials + self.not_counted,
+                self.ran(),
                 policy.name(),
                 self.not_run_why.as_deref().unwrap_or("")
             )
@@ -801,8 +806,24 @@ pub fn run(
     seed: u64,
     each: &mut dyn FnMut(&TrialOutcome),
 ) -> Summary {
+    run_until(cfg, trials, seed, each, &|| false)
+}
+
+/// [`run`], asking `stop` before each trial: when it says so, the trials
+/// run so far are the summary (`Summary::ran`); seeds continue at
+/// `seed + ran`.
+pub fn run_until(
+    cfg: &CrashConfig,
+    trials: u64,
+    seed: u64,
+    each: &mut dyn FnMut(&TrialOutcome),
+    stop: &dyn Fn() -> bool,
+) -> Summary {
     let mut s = Summary::default();
     for t in 0..trials {
+        if stop() {
+            break;
+        }
         let o = run_trial(cfg, seed.wrapping_add(t));
         if let Some(why) = &o.not_run {
             s.not_run += 1;
