@@ -80,6 +80,14 @@ def test_zone_commands_in_virtual_time_and_nvme_errors():
         znskit.Device("no-such-profile")
 
 
+def test_a_bench_job_the_device_rejects_raises_nvme_error():
+    # zonemode=none sequential writes run into the end of the zone range
+    with pytest.raises(znskit.NvmeError) as e:
+        znskit.bench({"filename": "tiny", "rw": "write", "size": "2z"})
+    assert e.value.status == "Zone is Full" and (e.value.sct, e.value.sc) == (1, 0xB9), e.value
+    assert "(SCT 1h SC B9h)" in str(e.value)
+
+
 def test_crashtest_and_cache_run_give_reports():
     r = znskit.crashtest(policy="wplog", trials=3, seed=5)
     assert r["policy"] == "wplog"

@@ -172,6 +172,19 @@ pub fn sweep(a: SweepArgs) -> Result<ExitCode, CliError> {
         _ => {}
     }
     let sweep = Sweep::load(&a.spec).map_err(sweep_err)?;
+    // a plot's axis and line columns are parameters: checked before the
+    // run, not after it (its y is a metric, known only once points ran)
+    let params = sweep.param_names();
+    for p in &plots {
+        for (what, col) in [("x", Some(&p.x)), ("by", p.by.as_ref())] {
+            if let Some(col) = col.filter(|c| !params.contains(c)) {
+                return Err(CliError::Usage(format!(
+                    "--plot {what}={col}: not a parameter of this sweep (its parameters: {})",
+                    params.join(", ")
+                )));
+            }
+        }
+    }
     let out = a.out.clone().unwrap_or_else(|| {
         let stem = a
             .spec

@@ -680,3 +680,18 @@ fn an_image_in_use_is_exit_4() {
     assert_eq!(code(&o), 4, "{}", stderr(&o));
     assert!(stderr(&o).contains("in use"), "{}", stderr(&o));
 }
+
+/// An explicit open on an image lasts for its command only (each command is
+/// a power cycle): the command says so, so an nvme-cli user is not misled.
+#[test]
+fn zone_open_on_an_image_says_the_open_does_not_last() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = dir.path().join("op.img");
+    let img = img.to_str().unwrap();
+    assert_eq!(code(&zns(&["create", "--profile", "tiny", img])), 0);
+    let o = zns(&["zone", "open", img, "--zone", "0"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stderr(&o).contains("keeps no open zone"), "{}", stderr(&o));
+    let o = zns(&["zone", "report", img, "--count", "1"]);
+    assert!(stdout(&o).contains("EMPTY"), "{}", stdout(&o));
+}
