@@ -80,6 +80,17 @@ def test_zone_commands_in_virtual_time_and_nvme_errors():
         znskit.Device("no-such-profile")
 
 
+def test_the_package_says_its_version_and_names_its_errors():
+    assert znskit.__version__ == "0.1.0"
+    assert znskit.ZnsError.__module__ == "znskit" and znskit.NvmeError.__module__ == "znskit"
+    assert "os" not in znskit.__all__ and "Device" in znskit.__all__
+
+
+def test_an_option_set_to_none_is_an_error_not_left_out():
+    with pytest.raises(znskit.ZnsError, match="rw=None"):
+        znskit.bench({"filename": "zn540", "rw": None, "size": "1z"})
+
+
 def test_a_bench_job_the_device_rejects_raises_nvme_error():
     # zonemode=none sequential writes run into the end of the zone range
     with pytest.raises(znskit.NvmeError) as e:

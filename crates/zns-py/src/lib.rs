@@ -22,14 +22,16 @@ use zns_sim::Runtime;
 use zns_sweep::local::{self, Options};
 use zns_sweep::{RunKind, Sweep};
 
+// declared in `znskit` (their __module__), where users catch them: tracebacks
+// and pickles (Ray) name znskit.ZnsError, not the native module
 create_exception!(
-    _native,
+    znskit,
     ZnsError,
     PyException,
     "A znskit error: bad input (job, parameters, sweep file) or a failed run."
 );
 create_exception!(
-    _native,
+    znskit,
     NvmeError,
     ZnsError,
     "A command the device rejected; `status`, `sct`, `sc`, `injected` say how."
