@@ -263,6 +263,21 @@ fn select_sections(specs: Vec<JobSpec>, sections: &[String]) -> Result<Vec<JobSp
         .collect())
 }
 
+/// Whether files named `PREFIX_….log` (fio's log naming) can be made: the
+/// prefix's directory exists and takes a new file.
+fn check_writable_dir(prefix: &str) -> std::io::Result<()> {
+    let dir = match std::path::Path::new(prefix).parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => std::path::Path::new("."),
+    };
+    let probe = dir.join(format!(".zns-bench-log-check.{}", std::process::id()));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)?;
+    std::fs::remove_file(&probe)
+}
+
 fn run_error(e: RunError) -> CliError {
     match e {
         RunError::Io { .. } => CliError::Failed(e.to_string()),
@@ -273,8 +288,8 @@ fn run_error(e: RunError) -> CliError {
 
 /// Runs the jobs, with a progress bar on stderr when asked for.
 fn execute(specs: &[JobSpec], seed: u64, eta: Eta) -> Result<RunReport, CliError> {
-    let interrupted = &|| interrupted::happened();
-    interrupted::watch();
+    let interrupted = &|| crate::interrupt::received();
+    crate::interrupt::watch();
     let Some(bar) = crate::progress::bar(
         eta,
         1000,
@@ -347,17 +362,33 @@ pub fn bench(args: Vec<String>) -> Result<ExitCode, CliError> {
             }
         }
     }
+    // every output is checked before the run (as fio opens its output
+    // first): a report that cannot be written is not found out after hours
+    let io_err = |path: &std::path::Path, e: std::io::Error| {
+        CliError::Io(format!("{}: {e}", path.display()))
+    };
+    let mut output = match &a.output {
+        Some(path) => Some(std::fs::File::create(path).map_err(|e| io_err(path, e))?),
+        None => None,
+    };
+    for prefix in specs.iter().flat_map(|j| {
+        let l = &j.logs;
+        [&l.lat, &l.bw, &l.iops].into_iter().flatten()
+    }) {
+        check_writable_dir(prefix).map_err(|e| CliError::Io(format!("{prefix}: {e}")))?;
+    }
     let report = execute(&specs, a.seed, a.eta)?;
     let text = render(
         &report,
         a.format == Format::JsonPlus,
         a.format == Format::Normal,
     );
-    match &a.output {
-        Some(path) => std::fs::write(path, text)
-            .map_err(|e| CliError::Io(format!("{}: {e}", path.display())))?,
+    match (&mut output, &a.output) {
+        (Some(file), Some(path)) => {
+            std::io::Write::write_all(file, text.as_bytes()).map_err(|e| io_err(path, e))?
+        }
         // a full disk loses the report: an error (exit 4), not success
-        None => out!("{text}"),
+        _ => out!("{text}"),
     }
     // fio's log files, where fio writes them: the working directory
     for log in &report.io_logs {
@@ -366,8 +397,11 @@ pub fn bench(args: Vec<String>) -> Result<ExitCode, CliError> {
         }
     }
     if report.interrupted {
-        eprintln!("zns bench: interrupted (SIGINT): the report covers what ran until then");
-        return Ok(ExitCode::from(130));
+        eprintln!(
+            "zns bench: interrupted ({}): the report covers what ran until then",
+            crate::interrupt::name()
+        );
+        return Ok(crate::interrupt::exit_code());
     }
     // a job that ended on an I/O error is in the report (fio's `error`,
     // `err=`), and the run fails after it (exit 1), as fio's does
@@ -376,36 +410,6 @@ pub fn bench(args: Vec<String>) -> Result<ExitCode, CliError> {
         return Err(CliError::Failed(failures.join("; ")));
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Ctrl-C during a run: the first SIGINT asks the run to stop and report
-/// what it did (as fio does); a second one ends the process at once.
-mod interrupted {
-    use std::sync::atomic::{AtomicBool, Ordering};
-
-    static HAPPENED: AtomicBool = AtomicBool::new(false);
-
-    extern "C" fn on_sigint(_: libc::c_int) {
-        if HAPPENED.swap(true, Ordering::SeqCst) {
-            // SAFETY: _exit is async-signal-safe.
-            unsafe { libc::_exit(130) };
-        }
-    }
-
-    /// Installs the SIGINT handler.
-    pub fn watch() {
-        // SAFETY: the handler only touches an atomic and calls _exit.
-        unsafe {
-            libc::signal(
-                libc::SIGINT,
-                on_sigint as extern "C" fn(libc::c_int) as libc::sighandler_t,
-            );
-        }
-    }
-
-    pub fn happened() -> bool {
-        HAPPENED.load(Ordering::SeqCst)
-    }
 }
 
 #[cfg(test)]
