@@ -5,7 +5,11 @@
 //! from the crate's own host on one I/O queue. Prints IOPS and the mean
 //! latency; `zns bench` of the same job gives the device's own figures.
 //!
-//!   cargo run --release -p zns-nvmeof --example nvme_tcp_qd [SECONDS]
+//!   cargo run --release -p zns-nvmeof --example nvme_tcp_qd [SECONDS [ADDR NQN]]
+//!
+//! With ADDR and NQN it connects to a running `zns serve --nvme-tcp`
+//! instead (namespace 1 a zoned ZN540, its zone 0 empty), so that the
+//! target's own CPU time can be read from its process.
 
 // OS-facing: a wall-clock measurement of sockets and threads
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
@@ -38,9 +42,17 @@ fn main() {
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or(5.0);
-    let served = common::serve("zn540", &[("namespace.0.zone_count", "16")], 1.0, NQN);
-    let addr = served.server.local_addr();
-    let mut c = Controller::connect(addr, NQN, HOSTNQN, Digests::default(), 1, 0).expect("connect");
+    let args: Vec<String> = std::env::args().collect();
+    let served;
+    let (addr, nqn) = match (args.get(2), args.get(3)) {
+        (Some(a), Some(n)) => (a.parse().expect("ADDR:PORT"), n.clone()),
+        _ => {
+            served = common::serve("zn540", &[("namespace.0.zone_count", "16")], 1.0, NQN);
+            (served.server.local_addr(), NQN.to_string())
+        }
+    };
+    let mut c =
+        Controller::connect(addr, &nqn, HOSTNQN, Digests::default(), 1, 0).expect("connect");
     let q = &mut c.io[0];
     let data = vec![0x5Au8; WRITE_LBAS as usize * LBA_BYTES];
     for i in 0..REGION_LBAS / WRITE_LBAS {
