@@ -18,7 +18,7 @@ use crate::CliError;
 pub const HELP: &str = "\
 Run fio jobs against emulated ZNS devices in deterministic virtual time.
 
-Usage: zns bench [OPTIONS] [JOBFILE]... [--JOBOPTION=VALUE]...
+Usage: zns bench [OPTIONS] [JOBFILE|-]... [--JOBOPTION=VALUE]...
 
 A job is described like fio's: an INI job file ([global] plus one section
 per job) or fio-style options on the command line, where each --name=NAME
@@ -33,7 +33,9 @@ zn540-cns, zn540-lbaf0, pm1731a, tiny), a profile TOML file or an image made by
 
 Options:
       --output-format=FMT  normal (fio's text, default), json, or json+ (json
-                           with latency histogram bins), like fio
+                           with latency histogram bins), or a list
+                           (json,normal: the JSON document, then the text),
+                           like fio
       --output=FILE        write the report to FILE instead of stdout
       --seed=N             seed of the virtual-time run (default 0): the same
                            jobs and seed give the same numbers, bit for bit
@@ -78,7 +80,9 @@ pub use crate::progress::Eta;
 struct BenchArgs {
     files: Vec<PathBuf>,
     job_args: Vec<String>,
-    format: Format,
+    /// The report's formats; several are printed as fio prints them: the
+    /// JSON document first, then the text.
+    formats: Vec<Format>,
     output: Option<PathBuf>,
     seed: u64,
     sections: Vec<String>,
@@ -94,7 +98,7 @@ fn parse(args: Vec<String>) -> Result<BenchArgs, CliError> {
     let mut a = BenchArgs {
         files: Vec::new(),
         job_args: Vec::new(),
-        format: Format::Normal,
+        formats: vec![Format::Normal],
         output: None,
         seed: 0,
         sections: Vec::new(),
@@ -125,6 +129,11 @@ fn parse(args: Vec<String>) -> Result<BenchArgs, CliError> {
             a.cmdhelp = Some(value.filter(|v| !v.is_empty() && v != "all"));
             continue;
         }
+        if key == "json" {
+            return Err(CliError::Usage(
+                "bench: --json: zns bench takes fio's --output-format=json (or json+)".into(),
+            ));
+        }
         if !OWN_FLAGS.contains(&key) {
             a.job_args.push(arg);
             continue;
@@ -137,14 +146,25 @@ fn parse(args: Vec<String>) -> Result<BenchArgs, CliError> {
         };
         match key {
             "output-format" => {
-                a.format = match value.as_str() {
-                    "normal" => Format::Normal,
-                    "json" => Format::Json,
-                    "json+" => Format::JsonPlus,
-                    other => {
-                        return Err(CliError::Usage(format!(
-                            "bench: --output-format={other}: expected normal, json or json+"
-                        )))
+                a.formats.clear();
+                for f in value.split(',').map(str::trim) {
+                    let f = match f {
+                        "normal" => Format::Normal,
+                        "json" => Format::Json,
+                        "json+" => Format::JsonPlus,
+                        "terse" => {
+                            return Err(CliError::Usage(
+                                "bench: --output-format=terse: fio's terse (semicolon) format is not implemented; json is the machine-readable one".into(),
+                            ))
+                        }
+                        other => {
+                            return Err(CliError::Usage(format!(
+                                "bench: --output-format={other}: expected normal, json or json+, or a comma-separated list of them (json,normal)"
+                            )))
+                        }
+                    };
+                    if !a.formats.contains(&f) {
+                        a.formats.push(f);
                     }
                 }
             }
@@ -221,7 +241,15 @@ fn specs(a: &BenchArgs) -> Result<Vec<JobSpec>, CliError> {
     }
     let mut all: Vec<JobSpec> = Vec::new();
     for path in &a.files {
-        let text = crate::read_text(path, "fio job file")?;
+        // `-`: the job file on stdin, as `fio -` reads it
+        let text = if path.as_os_str() == "-" {
+            let mut t = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut t)
+                .map_err(|e| CliError::Input(format!("-: the job file on stdin: {e}")))?;
+            t
+        } else {
+            crate::read_text(path, "fio job file")?
+        };
         // fio's text rules first: `include FILE` lines and `${NAME}`s
         let text =
             zns_bench::jobtext::expand(&text, path, &|name| std::env::var(name).ok(), &|p| {
@@ -378,11 +406,15 @@ pub fn bench(args: Vec<String>) -> Result<ExitCode, CliError> {
         check_writable_dir(prefix).map_err(|e| CliError::Io(format!("{prefix}: {e}")))?;
     }
     let report = execute(&specs, a.seed, a.eta)?;
-    let text = render(
-        &report,
-        a.format == Format::JsonPlus,
-        a.format == Format::Normal,
-    );
+    // json+ includes json; the JSON document, then the text (fio's order)
+    let has = |f: Format| a.formats.contains(&f);
+    let mut text = String::new();
+    if has(Format::JsonPlus) || has(Format::Json) {
+        text.push_str(&render(&report, has(Format::JsonPlus), false));
+    }
+    if has(Format::Normal) {
+        text.push_str(&render(&report, false, true));
+    }
     match (&mut output, &a.output) {
         (Some(file), Some(path)) => {
             std::io::Write::write_all(file, text.as_bytes()).map_err(|e| io_err(path, e))?
@@ -436,8 +468,11 @@ mod tests {
         .unwrap();
         assert_eq!(a.files, vec![PathBuf::from("job.fio")]);
         assert_eq!(a.job_args, v(&["--size=1z"]));
-        assert_eq!(a.format, Format::JsonPlus);
+        assert_eq!(a.formats, vec![Format::JsonPlus]);
         assert_eq!(a.seed, 7);
+        let both = parse(v(&["--output-format=json,normal", "-"])).unwrap();
+        assert_eq!(both.formats, vec![Format::Json, Format::Normal]);
+        assert_eq!(both.files, vec![PathBuf::from("-")]);
         assert_eq!(a.sections, v(&["write"]));
         assert_eq!(a.output, Some(PathBuf::from("out.json")));
         assert_eq!(a.eta, Eta::Never);
@@ -453,6 +488,9 @@ mod tests {
     fn usage_errors() {
         for bad in [
             &["--output-format=xml"][..],
+            &["--output-format=json,xml"],
+            &["--output-format=terse"],
+            &["--json"],
             &["--seed=x"],
             &["--eta=sometimes"],
             &["-x"],

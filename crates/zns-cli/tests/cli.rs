@@ -695,3 +695,33 @@ fn zone_open_on_an_image_says_the_open_does_not_last() {
     let o = zns(&["zone", "report", img, "--count", "1"]);
     assert!(stdout(&o).contains("EMPTY"), "{}", stdout(&o));
 }
+
+/// `zns bench -` reads the job file on stdin, and `--output-format=json,normal`
+/// prints fio's JSON document, then its text.
+#[test]
+fn a_job_file_on_stdin_and_two_output_formats() {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_zns"))
+        .args(["bench", "--output-format=json,normal", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"[w]\nfilename=zn540\nrw=write\nzonemode=zbd\ndirect=1\nsize=1z\n")
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    let text_at = out.find("Run status group 0").expect("the text report");
+    let json: serde_json::Value = serde_json::Deserializer::from_str(&out[..text_at])
+        .into_iter()
+        .next()
+        .expect("a JSON document first")
+        .unwrap();
+    assert_eq!(json["jobs"][0]["jobname"], "w");
+}
