@@ -434,3 +434,45 @@ fn wire_errors_close_one_connection_and_the_target_keeps_serving() {
     ok(cqe.status);
     assert_eq!(back, pattern(4096, 1));
 }
+
+#[test]
+fn a_raid_array_is_one_zoned_namespace() {
+    let nqn = "nqn.2026-11.org.znskit:test-raid";
+    let t = common::serve("raid:5xtiny,chunk=32k", &[], 1.0, nqn);
+    let c = Controller::connect(
+        t.server.local_addr(),
+        nqn,
+        HOSTNQN,
+        Digests::default(),
+        1,
+        0,
+    )
+    .unwrap();
+    let (mut admin, mut ios) = (c.admin, c.io);
+    let (_, list) = identify(&mut admin, 2, 0, 0);
+    assert_eq!(
+        (u32_at(&list, 0), u32_at(&list, 4)),
+        (1, 0),
+        "one namespace"
+    );
+    let (_, d) = identify(&mut admin, 3, 0, 1);
+    assert_eq!(d[24], 0x02, "zoned (CSI ZNS)");
+    let (s, zns) = identify(&mut admin, 5, 2, 1);
+    ok(s);
+    let zone_lbas = u64_at(&zns, 2816);
+    assert!(zone_lbas.is_power_of_two(), "ZSZE {zone_lbas}");
+    let q = &mut ios[0];
+    let mut s = rw(opcode::WRITE, 0, 0, 4);
+    s.set_nsid(1);
+    ok(q.execute(s, &pattern(16384, 1), 0).unwrap().0.status);
+    let mut a = rw(opcode::ZONE_APPEND, 0, zone_lbas, 2);
+    a.set_nsid(1);
+    let (cqe, _) = q.execute(a, &pattern(8192, 2), 0).unwrap();
+    ok(cqe.status);
+    assert_eq!(cqe.result, zone_lbas, "the append's LBA");
+    let mut r = rw(opcode::READ, 0, 0, 4);
+    r.set_nsid(1);
+    let (cqe, back) = q.execute(r, &[], 16384).unwrap();
+    ok(cqe.status);
+    assert_eq!(back, pattern(16384, 1));
+}
