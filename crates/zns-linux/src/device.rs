@@ -479,40 +479,14 @@ pub fn status_from_passthru(ret: i32) -> NvmeStatus {
 }
 
 /// The errno (positive) a Linux program sees when an NVMe namespace fails
-/// a block-layer request with `status`: the NVMe driver's status to
-/// `blk_status_t` translation (`nvme_error_status`, drivers/nvme/host/core.c)
-/// composed with the block layer's `blk_status_t` to errno table
-/// (`blk_errors`, block/blk-core.c). A ublk server returns this so that a
-/// served device fails requests as an NVMe drive would; zone resource
-/// limits keep their own codes (`ETOOMANYREFS`, `EOVERFLOW`), every other
-/// zoned status is a plain `EIO`.
+/// a block-layer request with `status` ([`NvmeStatus::linux_errno`], where
+/// the table is, with the driver and block-layer sources it follows). A
+/// ublk server returns this so that a served device fails requests as an
+/// NVMe drive would.
 pub fn errno_for_status(status: NvmeStatus) -> i32 {
-    match status {
-        // BLK_STS_NOTSUPP
-        NvmeStatus::InvalidOpcode | NvmeStatus::InvalidField | NvmeStatus::InvalidNamespace => {
-            libc::EOPNOTSUPP
-        }
-        // BLK_STS_TARGET
-        NvmeStatus::LbaOutOfRange | NvmeStatus::NamespaceNotReady => libc::EREMOTEIO,
-        // BLK_STS_MEDIUM
-        NvmeStatus::WriteFault | NvmeStatus::UnrecoveredReadError => libc::ENODATA,
-        // BLK_STS_TRANSPORT
-        NvmeStatus::HostPathingError => libc::ENOLINK,
-        // BLK_STS_ZONE_ACTIVE_RESOURCE / BLK_STS_ZONE_OPEN_RESOURCE
-        NvmeStatus::TooManyActiveZones => libc::EOVERFLOW,
-        NvmeStatus::TooManyOpenZones => libc::ETOOMANYREFS,
-        // BLK_STS_IOERR (the driver's default)
-        NvmeStatus::AbortedPowerLoss
-        | NvmeStatus::InternalError
-        | NvmeStatus::InvalidZoneOperation
-        | NvmeStatus::ZrwaResourcesUnavailable
-        | NvmeStatus::ZoneBoundaryError
-        | NvmeStatus::ZoneIsFull
-        | NvmeStatus::ZoneIsReadOnly
-        | NvmeStatus::ZoneIsOffline
-        | NvmeStatus::ZoneInvalidWrite
-        | NvmeStatus::InvalidZoneStateTransition => libc::EIO,
-    }
+    // the table lives with the statuses (no libc, any host); the tests
+    // below check its numbers against this platform's libc
+    status.linux_errno()
 }
 
 /// The status of a failed system call that names no NVMe status.
