@@ -290,9 +290,12 @@ enum ZoneCommand {
     Report {
         #[command(flatten)]
         target: Target,
-        /// First zone to report.
-        #[arg(long, default_value_t = 0)]
-        zone: u32,
+        /// First zone to report (default 0).
+        #[arg(long, conflicts_with = "slba")]
+        zone: Option<u32>,
+        /// Report from the zone holding this LBA (decimal or 0x hex), as nvme-cli's report-zones --start-lba.
+        #[arg(long, value_parser = lba_arg)]
+        slba: Option<u64>,
         /// Maximum number of zones.
         #[arg(long)]
         count: Option<usize>,
@@ -709,6 +712,7 @@ fn zone(cmd: ZoneCommand) -> Result<ExitCode, CliError> {
         ZoneCommand::Report {
             target,
             zone,
+            slba,
             count,
             state,
         } => {
@@ -738,7 +742,25 @@ fn zone(cmd: ZoneCommand) -> Result<ExitCode, CliError> {
             };
             let dev = open_target(&rt, &target.image, target.nsid)?;
             let cfg = dev.config().clone();
-            let start = (zone as u64).saturating_mul(cfg.zone_size_lbas);
+            // the same argument check as the other zone commands
+            let start = match slba {
+                Some(l) => l,
+                None => sel_slba(
+                    &dev,
+                    &ZoneSel {
+                        zone: Some(zone.unwrap_or(0)),
+                        slba: None,
+                        all: false,
+                    },
+                )?,
+            };
+            let total = u64::from(cfg.zone_count) * cfg.zone_size_lbas;
+            if start >= total {
+                return Err(CliError::Usage(format!(
+                    "--slba {start:#x}: the namespace ends at LBA {:#x}",
+                    total.saturating_sub(1)
+                )));
+            }
             let zones = rt
                 .block_on(dev.report_zones(start, filter, count.unwrap_or(cfg.zone_count as usize)))
                 .map_err(CliError::Device)?;

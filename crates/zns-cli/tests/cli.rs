@@ -702,6 +702,15 @@ fn zone_open_on_an_image_says_the_open_does_not_last() {
     }
     let o = zns(&["zone", "report", img, "--state", "IMP_OPENED"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
+    // report's arguments are checked as the other zone commands' are
+    for cmd in ["report", "reset"] {
+        let o = zns(&["zone", cmd, img, "--zone", "99"]);
+        assert_eq!(code(&o), 2, "{cmd}: {}", stderr(&o));
+        assert!(stderr(&o).contains("16 zones"), "{}", stderr(&o));
+    }
+    let o = zns(&["zone", "report", img, "--slba", "0x100", "--count", "1"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).contains("SLBA: 0x100"), "{}", stdout(&o));
     // a profile's name where the image belongs: how to make one
     let o = zns(&["zone", "report", "zn540"]);
     assert_eq!(code(&o), 4, "{}", stderr(&o));
