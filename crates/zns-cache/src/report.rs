@@ -87,7 +87,11 @@ pub fn summary_text(r: &RunReport) -> String {
         None => "n/a (the device reports no flash-write counters)".into(),
     };
     let _ = writeln!(s, "  WAF        host {:.3}, device {dev}", r.host_waf);
-    let _ = writeln!(s, "  free zones min {}", r.min_free_zones);
+    let _ = writeln!(
+        s,
+        "  free zones min {} (zones holding nothing and not being written: the zones open for inserts are not free, so a cache with room left can show 0)",
+        r.min_free_zones
+    );
     if let (Some(m), Some(idle)) = (r.writes_in_flight_mean, r.write_idle_share) {
         let _ = writeln!(
             s,
