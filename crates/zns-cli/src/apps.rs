@@ -71,7 +71,7 @@ pub struct AppFigArgs {
 
 /// The speed factor the guest runs at unless told otherwise: slow enough
 /// that the emulated devices, not the TCG guest's CPU, bound the
-/// applications (docs/apps.md, "Measuring in a slow guest").
+/// applications (docs/apps.md, "The guest in virtual time").
 pub const GUEST_SPEED: f64 = 0.01;
 
 /// Whether this host can serve ublk devices itself (`--where auto`).
@@ -211,7 +211,8 @@ pub fn run_repro_in_guest(repro_args: &str, out: &Path, runs: usize) -> Result<(
     // two minutes a run is ample under TCG; the harness's default is 900 s
     let timeout_s = 600 + runs * 120;
     eprintln!(
-        "zns repro: no ublk here: running {runs} application runs in the ublk guest (scripts/serve-guest-test, TCG); results in {}",
+        "zns repro: no ublk here: running {runs} application runs in the ublk guest (scripts/serve-guest-test, TCG, {} clock); results in {}",
+        std::env::var("ZNSKIT_GUEST_CLOCK").unwrap_or_else(|_| "virtual".into()),
         out.display()
     );
     let status = std::process::Command::new(&harness)
@@ -219,13 +220,8 @@ pub fn run_repro_in_guest(repro_args: &str, out: &Path, runs: usize) -> Result<(
         .current_dir(&root)
         .env("ZNSKIT_GUEST_TESTS", "")
         .env("ZNSKIT_GUEST_TIMEOUT", timeout_s.to_string())
-        .env(
-            "ZNSKIT_GUEST_QEMU_ARGS",
-            format!(
-                "-virtfs local,path={},mount_tag=znskit-out,security_model=none",
-                out.display()
-            ),
-        )
+        // in the initramfs at /out, back through 9p after the last run
+        .env("ZNSKIT_GUEST_SHARE", out)
         .status()
         .map_err(|e| CliError::Io(format!("{}: {e}", harness.display())))?;
     if !status.success() {
