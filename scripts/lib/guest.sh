@@ -477,6 +477,11 @@ guest_watch() { # T0 TIMES: copies stdin to stdout; marker lines with host secon
 #   kernel at boot (setup_data) drawn from `-seed 1`'s generator; the rest
 #   of the pool comes from the (instruction) clock.
 # - the initramfs's bytes (guest_pack makes them reproducible).
+# Not for determinism but for the clock's meaning: no ERMS/FSRM. TCG
+# counts every iteration of a `rep movsb` as an instruction, so with them
+# the kernel's and glibc's copies cost one guest ns per byte (a served
+# 128 KiB write: 567 k instructions in the server); without them they copy
+# 8 or 32 bytes an instruction (216 k), nearer a real CPU's cost.
 # - input read after boot through 9p (its requests complete on host
 #   threads at host-timed instructions): the harness puts what the guest
 #   reads into the initramfs and writes /out back through 9p only after
@@ -487,7 +492,7 @@ guest_clock_args() { # CLOCK
     case "$1" in
         virtual)
             printf '%s\n' -icount shift=0,sleep=off,align=off -smp 1 \
-                -rtc base=2026-01-01T00:00:00,clock=vm -cpu max,-rdrand,-rdseed \
+                -rtc base=2026-01-01T00:00:00,clock=vm -cpu max,-rdrand,-rdseed,-erms,-fsrm \
                 -seed 1
             ;;
         wall) printf '%s\n' -smp 2 -cpu max ;;
