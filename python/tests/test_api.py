@@ -80,6 +80,14 @@ def test_zone_commands_in_virtual_time_and_nvme_errors():
         znskit.Device("no-such-profile")
 
 
+def test_a_bench_job_the_device_rejects_raises_nvme_error():
+    # zonemode=none sequential writes run into the end of the zone range
+    with pytest.raises(znskit.NvmeError) as e:
+        znskit.bench({"filename": "tiny", "rw": "write", "size": "2z"})
+    assert e.value.status == "Zone is Full" and (e.value.sct, e.value.sc) == (1, 0xB9), e.value
+    assert "(SCT 1h SC B9h)" in str(e.value)
+
+
 def test_crashtest_and_cache_run_give_reports():
     r = znskit.crashtest(policy="wplog", trials=3, seed=5)
     assert r["policy"] == "wplog"
@@ -89,6 +97,9 @@ def test_crashtest_and_cache_run_give_reports():
         znskit.crashtest(members=2)
     with pytest.raises(znskit.ZnsError, match="parameter `qdepth`"):
         znskit.crashtest(qdepth=2)
+    # a chunk the array refuses is an error, never a failure rate
+    with pytest.raises(znskit.ZnsError, match=r"chunk_kib = 16: .*2 × ZRWAFG = 32 KiB"):
+        znskit.crashtest(policy="wplog", trials=2, chunk_kib=16)
     c = znskit.cache_run(device="zn540", zones=8, requests=3000, remote_latency="0", workers=8)
     assert 0.0 <= c["hit_ratio"] <= 1.0
     assert c["requests"] == 3000

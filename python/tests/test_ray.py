@@ -33,7 +33,7 @@ seeds = { first = 1, count = 6 }
 trials = 12
 [grid]
 policy = ["chunk", "wplog"]
-chunk_kib = [16, 64]
+chunk_kib = [32, 64]
 [resources]
 cpus = 1
 memory = "200M"

@@ -262,6 +262,8 @@ pub static OPTIONS: &[OptionDef] = &[
         "Add each I/O's byte offset to the per-I/O log lines."),
     opt("description", OptKind::Str, None,
         "Text describing the job, as in fio (kept in the report's job options; no effect on the run)."),
+    opt("kb_base", OptKind::Enum(&["1024"]), Some("1024"),
+        "fio's unit base; 1024 only, fio's default (k, K and KB are 1024; KiB is 1000, as fio reads it with this base): kb_base=1000 is not supported."),
     opt("thread", OptKind::Bool, Some("0"),
         "Accepted for compatibility (fio threads vs processes); no effect in znskit."),
     ext("zone_append", OptKind::Bool, Some("0"),
@@ -575,8 +577,14 @@ fn combine_block_sizes(
 fn checked_block_size(text: &str) -> Result<u64, Reject> {
     let b = parse_bytes(text.trim()).map_err(|_| Reject::Bad)?;
     if b == 0 || b % 512 != 0 {
+        // fio's kb_base=1024 reads the IEC-looking `KiB` as 1000
+        let hint = if text.to_ascii_lowercase().contains("ib") {
+            " (fio reads KiB/MiB as powers of 1000 with its default kb_base=1024: write 4k for 4096 bytes)"
+        } else {
+            ""
+        };
         return Err(Reject::Range(format!(
-            "block size {b} bytes is not a positive multiple of 512"
+            "block size {b} bytes is not a positive multiple of 512{hint}"
         )));
     }
     Ok(b)

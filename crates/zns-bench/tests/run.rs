@@ -220,6 +220,19 @@ fn conventional_namespace_runs_random_writes() {
     .unwrap();
     let err = run_jobs(&specs, 1).unwrap_err().to_string();
     assert!(err.contains("conventional"), "{err}");
+    // without nsid=, zn540-cns is its zoned namespace: random writes there
+    // without zonemode=zbd are refused before the run, naming the way out
+    for rw in ["randwrite", "randrw"] {
+        let specs = parse_args(args(&format!(
+            "--name=oltp --filename=zn540-cns --rw={rw} --bs=4k --direct=1 --size=1g"
+        )))
+        .unwrap();
+        let err = run_jobs(&specs, 1).unwrap_err().to_string();
+        assert!(
+            err.contains("zonemode=zbd") && err.contains("nsid=1"),
+            "{err}"
+        );
+    }
 }
 
 #[test]
@@ -539,4 +552,23 @@ fn large_reads_next_to_saturating_zone_writers_share_the_front_end_per_command()
         qd8 > 4.0 * qd1,
         "512 KiB reads beside saturating writers: QD 1 {qd1:.0}, QD 8 {qd8:.0} MiB/s"
     );
+}
+
+#[test]
+fn numjobs_clones_on_shared_zones_are_named_as_clones() {
+    let specs = parse_args(args(
+        "--name=w --filename=tiny --zonemode=zbd --rw=write --direct=1 --size=2z --numjobs=2",
+    ))
+    .unwrap();
+    let err = run_jobs(&specs, 1).unwrap_err().to_string();
+    assert!(
+        err.contains("clones 0 and 1") && err.contains("offset_increment=2z"),
+        "{err}"
+    );
+    // the fix the message names runs
+    let specs = parse_args(args(
+        "--name=w --filename=tiny --zonemode=zbd --rw=write --direct=1 --size=2z --numjobs=2 --offset_increment=2z",
+    ))
+    .unwrap();
+    run_jobs(&specs, 1).unwrap();
 }

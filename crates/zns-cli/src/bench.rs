@@ -18,7 +18,7 @@ use crate::CliError;
 pub const HELP: &str = "\
 Run fio jobs against emulated ZNS devices in deterministic virtual time.
 
-Usage: zns bench [OPTIONS] [JOBFILE]... [--JOBOPTION=VALUE]...
+Usage: zns bench [OPTIONS] [JOBFILE|-]... [--JOBOPTION=VALUE]...
 
 A job is described like fio's: an INI job file ([global] plus one section
 per job) or fio-style options on the command line, where each --name=NAME
@@ -33,7 +33,9 @@ zn540-cns, zn540-lbaf0, pm1731a, tiny), a profile TOML file or an image made by
 
 Options:
       --output-format=FMT  normal (fio's text, default), json, or json+ (json
-                           with latency histogram bins), like fio
+                           with latency histogram bins), or a list
+                           (json,normal: the JSON document, then the text),
+                           like fio
       --output=FILE        write the report to FILE instead of stdout
       --seed=N             seed of the virtual-time run (default 0): the same
                            jobs and seed give the same numbers, bit for bit
@@ -78,7 +80,9 @@ pub use crate::progress::Eta;
 struct BenchArgs {
     files: Vec<PathBuf>,
     job_args: Vec<String>,
-    format: Format,
+    /// The report's formats; several are printed as fio prints them: the
+    /// JSON document first, then the text.
+    formats: Vec<Format>,
     output: Option<PathBuf>,
     seed: u64,
     sections: Vec<String>,
@@ -94,7 +98,7 @@ fn parse(args: Vec<String>) -> Result<BenchArgs, CliError> {
     let mut a = BenchArgs {
         files: Vec::new(),
         job_args: Vec::new(),
-        format: Format::Normal,
+        formats: vec![Format::Normal],
         output: None,
         seed: 0,
         sections: Vec::new(),
@@ -125,6 +129,11 @@ fn parse(args: Vec<String>) -> Result<BenchArgs, CliError> {
             a.cmdhelp = Some(value.filter(|v| !v.is_empty() && v != "all"));
             continue;
         }
+        if key == "json" {
+            return Err(CliError::Usage(
+                "bench: --json: zns bench takes fio's --output-format=json (or json+)".into(),
+            ));
+        }
         if !OWN_FLAGS.contains(&key) {
             a.job_args.push(arg);
             continue;
@@ -137,14 +146,25 @@ fn parse(args: Vec<String>) -> Result<BenchArgs, CliError> {
         };
         match key {
             "output-format" => {
-                a.format = match value.as_str() {
-                    "normal" => Format::Normal,
-                    "json" => Format::Json,
-                    "json+" => Format::JsonPlus,
-                    other => {
-                        return Err(CliError::Usage(format!(
-                            "bench: --output-format={other}: expected normal, json or json+"
-                        )))
+                a.formats.clear();
+                for f in value.split(',').map(str::trim) {
+                    let f = match f {
+                        "normal" => Format::Normal,
+                        "json" => Format::Json,
+                        "json+" => Format::JsonPlus,
+                        "terse" => {
+                            return Err(CliError::Usage(
+                                "bench: --output-format=terse: fio's terse (semicolon) format is not implemented; json is the machine-readable one".into(),
+                            ))
+                        }
+                        other => {
+                            return Err(CliError::Usage(format!(
+                                "bench: --output-format={other}: expected normal, json or json+, or a comma-separated list of them (json,normal)"
+                            )))
+                        }
+                    };
+                    if !a.formats.contains(&f) {
+                        a.formats.push(f);
                     }
                 }
             }
@@ -221,7 +241,15 @@ fn specs(a: &BenchArgs) -> Result<Vec<JobSpec>, CliError> {
     }
     let mut all: Vec<JobSpec> = Vec::new();
     for path in &a.files {
-        let text = crate::read_text(path, "fio job file")?;
+        // `-`: the job file on stdin, as `fio -` reads it
+        let text = if path.as_os_str() == "-" {
+            let mut t = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut t)
+                .map_err(|e| CliError::Input(format!("-: the job file on stdin: {e}")))?;
+            t
+        } else {
+            crate::read_text(path, "fio job file")?
+        };
         // fio's text rules first: `include FILE` lines and `${NAME}`s
         let text =
             zns_bench::jobtext::expand(&text, path, &|name| std::env::var(name).ok(), &|p| {
@@ -263,6 +291,21 @@ fn select_sections(specs: Vec<JobSpec>, sections: &[String]) -> Result<Vec<JobSp
         .collect())
 }
 
+/// Whether files named `PREFIX_….log` (fio's log naming) can be made: the
+/// prefix's directory exists and takes a new file.
+fn check_writable_dir(prefix: &str) -> std::io::Result<()> {
+    let dir = match std::path::Path::new(prefix).parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => std::path::Path::new("."),
+    };
+    let probe = dir.join(format!(".zns-bench-log-check.{}", std::process::id()));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)?;
+    std::fs::remove_file(&probe)
+}
+
 fn run_error(e: RunError) -> CliError {
     match e {
         RunError::Io { .. } => CliError::Failed(e.to_string()),
@@ -273,8 +316,8 @@ fn run_error(e: RunError) -> CliError {
 
 /// Runs the jobs, with a progress bar on stderr when asked for.
 fn execute(specs: &[JobSpec], seed: u64, eta: Eta) -> Result<RunReport, CliError> {
-    let interrupted = &|| interrupted::happened();
-    interrupted::watch();
+    let interrupted = &|| crate::interrupt::received();
+    crate::interrupt::watch();
     let Some(bar) = crate::progress::bar(
         eta,
         1000,
@@ -347,17 +390,37 @@ pub fn bench(args: Vec<String>) -> Result<ExitCode, CliError> {
             }
         }
     }
+    // every output is checked before the run (as fio opens its output
+    // first): a report that cannot be written is not found out after hours
+    let io_err = |path: &std::path::Path, e: std::io::Error| {
+        CliError::Io(format!("{}: {e}", path.display()))
+    };
+    let mut output = match &a.output {
+        Some(path) => Some(std::fs::File::create(path).map_err(|e| io_err(path, e))?),
+        None => None,
+    };
+    for prefix in specs.iter().flat_map(|j| {
+        let l = &j.logs;
+        [&l.lat, &l.bw, &l.iops].into_iter().flatten()
+    }) {
+        check_writable_dir(prefix).map_err(|e| CliError::Io(format!("{prefix}: {e}")))?;
+    }
     let report = execute(&specs, a.seed, a.eta)?;
-    let text = render(
-        &report,
-        a.format == Format::JsonPlus,
-        a.format == Format::Normal,
-    );
-    match &a.output {
-        Some(path) => std::fs::write(path, text)
-            .map_err(|e| CliError::Io(format!("{}: {e}", path.display())))?,
+    // json+ includes json; the JSON document, then the text (fio's order)
+    let has = |f: Format| a.formats.contains(&f);
+    let mut text = String::new();
+    if has(Format::JsonPlus) || has(Format::Json) {
+        text.push_str(&render(&report, has(Format::JsonPlus), false));
+    }
+    if has(Format::Normal) {
+        text.push_str(&render(&report, false, true));
+    }
+    match (&mut output, &a.output) {
+        (Some(file), Some(path)) => {
+            std::io::Write::write_all(file, text.as_bytes()).map_err(|e| io_err(path, e))?
+        }
         // a full disk loses the report: an error (exit 4), not success
-        None => out!("{text}"),
+        _ => out!("{text}"),
     }
     // fio's log files, where fio writes them: the working directory
     for log in &report.io_logs {
@@ -366,8 +429,11 @@ pub fn bench(args: Vec<String>) -> Result<ExitCode, CliError> {
         }
     }
     if report.interrupted {
-        eprintln!("zns bench: interrupted (SIGINT): the report covers what ran until then");
-        return Ok(ExitCode::from(130));
+        eprintln!(
+            "zns bench: interrupted ({}): the report covers what ran until then",
+            crate::interrupt::name()
+        );
+        return Ok(crate::interrupt::exit_code());
     }
     // a job that ended on an I/O error is in the report (fio's `error`,
     // `err=`), and the run fails after it (exit 1), as fio's does
@@ -376,36 +442,6 @@ pub fn bench(args: Vec<String>) -> Result<ExitCode, CliError> {
         return Err(CliError::Failed(failures.join("; ")));
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Ctrl-C during a run: the first SIGINT asks the run to stop and report
-/// what it did (as fio does); a second one ends the process at once.
-mod interrupted {
-    use std::sync::atomic::{AtomicBool, Ordering};
-
-    static HAPPENED: AtomicBool = AtomicBool::new(false);
-
-    extern "C" fn on_sigint(_: libc::c_int) {
-        if HAPPENED.swap(true, Ordering::SeqCst) {
-            // SAFETY: _exit is async-signal-safe.
-            unsafe { libc::_exit(130) };
-        }
-    }
-
-    /// Installs the SIGINT handler.
-    pub fn watch() {
-        // SAFETY: the handler only touches an atomic and calls _exit.
-        unsafe {
-            libc::signal(
-                libc::SIGINT,
-                on_sigint as extern "C" fn(libc::c_int) as libc::sighandler_t,
-            );
-        }
-    }
-
-    pub fn happened() -> bool {
-        HAPPENED.load(Ordering::SeqCst)
-    }
 }
 
 #[cfg(test)]
@@ -432,8 +468,11 @@ mod tests {
         .unwrap();
         assert_eq!(a.files, vec![PathBuf::from("job.fio")]);
         assert_eq!(a.job_args, v(&["--size=1z"]));
-        assert_eq!(a.format, Format::JsonPlus);
+        assert_eq!(a.formats, vec![Format::JsonPlus]);
         assert_eq!(a.seed, 7);
+        let both = parse(v(&["--output-format=json,normal", "-"])).unwrap();
+        assert_eq!(both.formats, vec![Format::Json, Format::Normal]);
+        assert_eq!(both.files, vec![PathBuf::from("-")]);
         assert_eq!(a.sections, v(&["write"]));
         assert_eq!(a.output, Some(PathBuf::from("out.json")));
         assert_eq!(a.eta, Eta::Never);
@@ -449,6 +488,9 @@ mod tests {
     fn usage_errors() {
         for bad in [
             &["--output-format=xml"][..],
+            &["--output-format=json,xml"],
+            &["--output-format=terse"],
+            &["--json"],
             &["--seed=x"],
             &["--eta=sometimes"],
             &["-x"],

@@ -343,6 +343,9 @@ pub fn cache(cmd: CacheCommand) -> Result<ExitCode, CliError> {
 }
 
 fn run(a: RunArgs) -> Result<ExitCode, CliError> {
+    crate::interrupt::watch_and_say(
+        "zns cache run: interrupted: a cache run reports at its end, so nothing was reported; `--requests N` makes a shorter run".into(),
+    );
     let mut dev = a.shape.device_spec()?;
     let mut cfg = a.shape.config()?;
     cfg.policy = Policy::parse(&a.policy).map_err(cache_err)?;
@@ -478,6 +481,18 @@ fn gen(a: GenArgs) -> Result<ExitCode, CliError> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// A repro's message on a stop signal: its figures are written as each
+/// finishes, so the files in `out` are the finished ones.
+pub fn say_on_stop(what: &str, out: Option<&std::path::Path>) {
+    crate::interrupt::watch_and_say(format!(
+        "zns repro {what}: interrupted: {}; the same command runs it again",
+        match out {
+            Some(dir) => format!("the files in {} are those of the parts that finished (a figure's CSV and PNG are written when it finishes)", dir.display()),
+            None => "nothing was written (no --out)".to_string(),
+        }
+    ));
+}
+
 pub fn repro_cmd(cmd: ReproCommand) -> Result<ExitCode, CliError> {
     let a = match cmd {
         ReproCommand::Zncache(a) => a,
@@ -487,6 +502,7 @@ pub fn repro_cmd(cmd: ReproCommand) -> Result<ExitCode, CliError> {
     if let Some(dir) = &a.out {
         crate::writable_dir(dir, "--out")?;
     }
+    say_on_stop("zncache", a.out.as_deref());
     let load =
         |name: &str| zns_device::Profile::load(name).map_err(|e| CliError::Input(e.to_string()));
     let mut opts = ReproOptions::new().map_err(cache_err)?;

@@ -35,6 +35,7 @@ mod bench;
 mod cache;
 mod export;
 mod fidelity;
+mod interrupt;
 mod output;
 mod progress;
 mod raid;
@@ -91,6 +92,12 @@ enum Command {
     /// Create a persistent device image (a sparse file) from a profile.
     Create(CreateArgs),
     /// Zone commands against a device image (report, open, close, finish, reset, write, append, read, zrwa-flush).
+    ///
+    /// Each command powers the image's device on, runs, and powers it off, and no zone is
+    /// open after power on (docs/semantics.md): an explicit open lasts for its own command
+    /// only (a written zone comes back Closed, a ZRWA stays allocated). For sequences that
+    /// need zones to stay open (the open-zone limit, writes into an open ZRWA), use `zns
+    /// replay` with a trace, or Python's `znskit.Device`.
     #[command(subcommand)]
     Zone(ZoneCommand),
     /// Execute a JSON-lines trace of zone commands and print, per command, the NVMe status and the zones it left.
@@ -710,7 +717,13 @@ fn zone(cmd: ZoneCommand) -> Result<ExitCode, CliError> {
             Ok(ExitCode::SUCCESS)
         }
         ZoneCommand::Open { target, sel, zrwa } => {
-            zone_send(&mut rt, target, &sel, ZoneAction::Open { zrwa })
+            let json = target.json;
+            let code = zone_send(&mut rt, target, &sel, ZoneAction::Open { zrwa })?;
+            if !json {
+                // nvme-cli users expect the zone to stay open: say it does not
+                eprintln!("note: the image keeps no open zone after this command (each `zns zone` command is a power cycle; `zns zone --help`): use `zns replay` or Python's znskit.Device for sequences that need open zones");
+            }
+            Ok(code)
         }
         ZoneCommand::Close { target, sel } => zone_send(&mut rt, target, &sel, ZoneAction::Close),
         ZoneCommand::Finish { target, sel } => zone_send(&mut rt, target, &sel, ZoneAction::Finish),

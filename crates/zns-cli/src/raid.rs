@@ -153,6 +153,9 @@ fn crashtest_cmd(args: CrashtestArgs) -> Result<ExitCode, CliError> {
     let eta = args.eta;
     let mut rows = Vec::new();
     let mut wplog_failed = false;
+    let mut interrupted = None;
+    let n_policies = configs.len();
+    crate::interrupt::watch();
     for (policy, cfg) in configs {
         let bar = crate::progress::bar(
             eta,
@@ -163,7 +166,7 @@ fn crashtest_cmd(args: CrashtestArgs) -> Result<ExitCode, CliError> {
             ),
         );
         let mut failures = 0u64;
-        let summary = crashtest::run(&cfg, trials, seed, &mut |o: &TrialOutcome| {
+        let each = &mut |o: &TrialOutcome| {
             if !o.passed() {
                 failures += 1;
             }
@@ -171,14 +174,36 @@ fn crashtest_cmd(args: CrashtestArgs) -> Result<ExitCode, CliError> {
                 bar.inc(1);
                 bar.set_message(format!("{failures} failed"));
             }
-        });
+        };
+        let summary = crashtest::run_until(&cfg, trials, seed, each, &crate::interrupt::received);
         if let Some(bar) = &bar {
             bar.finish_and_clear();
+        }
+        if crate::interrupt::received() {
+            // the trials that finished are reported; the rest are the next seeds
+            let ran = summary.ran();
+            interrupted = Some(format!(
+                "zns raid crashtest: interrupted ({}) after {ran} of {trials} {} trials{}; the table covers the trials that finished. The rest: --policy {} --seed {} --trials {} (and the same other options)",
+                crate::interrupt::name(),
+                policy.name(),
+                if rows.len() + 1 < n_policies { ", before the remaining policies" } else { "" },
+                policy.name(),
+                seed + ran,
+                trials - ran
+            ));
+        }
+        // trials that could not build the array are no crash outcomes: an
+        // error, never a failure rate (the shape check leaves none)
+        if let Some(e) = summary.not_run_error(policy) {
+            return Err(CliError::Input(e));
         }
         if policy == Policy::WpLog && summary.failures > 0 {
             wplog_failed = true;
         }
         rows.push((policy, summary));
+        if interrupted.is_some() {
+            break;
+        }
     }
     if args.json {
         let v: Vec<PolicyReport> = rows.iter().map(|(p, s)| s.report(*p)).collect();
@@ -278,6 +303,10 @@ fn crashtest_cmd(args: CrashtestArgs) -> Result<ExitCode, CliError> {
             }
         }
     }
+    if let Some(message) = interrupted {
+        eprintln!("{message}");
+        return Ok(crate::interrupt::exit_code());
+    }
     Ok(if wplog_failed {
         ExitCode::from(1)
     } else {
@@ -348,6 +377,7 @@ pub fn repro_zraid_cmd(a: ReproZraidArgs) -> Result<ExitCode, CliError> {
     use zns_apps::zraid::AppFig;
     use zns_bench::repro_zraid::{self, Fig, ReproOptions};
     crate::writable_dir(&a.out, "--out")?;
+    crate::cache::say_on_stop("zraid", Some(&a.out));
     let mut figs = Vec::new();
     let mut app_figs = Vec::new();
     let mut dbcheck = false;

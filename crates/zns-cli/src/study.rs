@@ -103,6 +103,7 @@ pub fn repro_study_cmd(a: ReproStudyArgs) -> Result<ExitCode, CliError> {
         Where::Guest => false,
         Where::Auto => crate::apps::can_serve_here(),
     };
+    crate::cache::say_on_stop("zns-study", Some(&a.out));
     let (text, failures) = if here {
         run_here(&a, parts)?
     } else {

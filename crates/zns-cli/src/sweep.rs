@@ -24,7 +24,7 @@ A sweep file (TOML) names what each point runs and the parameter values:
   policy = \"wplog\"
   trials = 20
   [grid]                               # every combination (keys in name order,
-  chunk_kib = [16, 64]                 #  the last varying fastest)
+  chunk_kib = [32, 64]                 #  the last varying fastest)
   qd = [1, 4]
   # [[points]] tables list points by hand (each crossed with the grid);
   # run = \"bench\" takes job = \"FILE.fio\" and any fio option as a parameter
@@ -172,6 +172,19 @@ pub fn sweep(a: SweepArgs) -> Result<ExitCode, CliError> {
         _ => {}
     }
     let sweep = Sweep::load(&a.spec).map_err(sweep_err)?;
+    // a plot's axis and line columns are parameters: checked before the
+    // run, not after it (its y is a metric, known only once points ran)
+    let params = sweep.param_names();
+    for p in &plots {
+        for (what, col) in [("x", Some(&p.x)), ("by", p.by.as_ref())] {
+            if let Some(col) = col.filter(|c| !params.contains(c)) {
+                return Err(CliError::Usage(format!(
+                    "--plot {what}={col}: not a parameter of this sweep (its parameters: {})",
+                    params.join(", ")
+                )));
+            }
+        }
+    }
     let out = a.out.clone().unwrap_or_else(|| {
         let stem = a
             .spec
@@ -188,6 +201,7 @@ pub fn sweep(a: SweepArgs) -> Result<ExitCode, CliError> {
             workers: a.workers.unwrap_or_else(local::available_workers),
             resume: a.resume,
             retry_failed: a.retry_failed,
+            stop: Some(crate::interrupt::received),
         };
         let bar = crate::progress::bar(
             a.eta,
@@ -195,6 +209,7 @@ pub fn sweep(a: SweepArgs) -> Result<ExitCode, CliError> {
             "sweep [{bar:30}] {pos}/{len} points {msg} ({elapsed}, eta {eta})",
         );
         let mut failed = 0usize;
+        crate::interrupt::watch();
         // host time is read here, in the OS-facing binary (zns_sweep::HostClock)
         let t0 = std::time::Instant::now();
         let clock = move || t0.elapsed().as_secs_f64();
@@ -210,6 +225,10 @@ pub fn sweep(a: SweepArgs) -> Result<ExitCode, CliError> {
         });
         if let Some(b) = &bar {
             b.finish_and_clear();
+        }
+        if let Err(e @ SweepError::Interrupted { .. }) = &r {
+            eprintln!("zns sweep: interrupted ({}): {e}", crate::interrupt::name());
+            return Ok(crate::interrupt::exit_code());
         }
         r.map_err(sweep_err)?
     } else {

@@ -264,6 +264,13 @@ fn crashtest_arguments_are_checked_before_any_trial() {
     for (args, says) in [
         (&["--chunk-kib", "3"][..], "--chunk-kib 3"),
         (&["--chunk-kib", "0"][..], "--chunk-kib 0"),
+        // whole blocks, but the array refuses them: 2 × ZRWAFG is 32 KiB
+        (&["--chunk-kib", "16"][..], "2 × ZRWAFG = 32 KiB"),
+        (
+            &["--chunk-kib", "16", "--policy", "wplog"][..],
+            "--chunk-kib 16",
+        ),
+        (&["--chunk-kib", "1024"][..], "half the ZRWA = 512 KiB"),
         (&["--qd", "0"][..], "--qd 0"),
         (&["--trials", "0"][..], "--trials 0"),
         (&["--zones", "0"][..], "--zones 0"),
@@ -359,6 +366,79 @@ fn bad_text_is_bad_input_and_unwritable_outputs_fail_first() {
         assert!(stderr(&o).contains("/dev/null"), "{}", stderr(&o));
         assert!(stdout(&o).is_empty(), "{args:?} ran before failing");
     }
+    // bench's report and log files: checked before the job runs (a job of
+    // 100 zones would take seconds; the refusal takes none of them)
+    let nowhere = dir.path().join("no/such/dir");
+    let job = [
+        "bench",
+        "--name=w",
+        "--filename=zn540",
+        "--rw=write",
+        "--zonemode=zbd",
+        "--direct=1",
+        "--size=100z",
+    ];
+    for extra in [
+        format!("--output={}/report.json", nowhere.display()),
+        format!("--write_lat_log={}/lat", nowhere.display()),
+        format!("--write_iops_log={}/iops", nowhere.display()),
+    ] {
+        let mut args = job.to_vec();
+        args.push(&extra);
+        let o = zns(&args);
+        assert_eq!(code(&o), 4, "{extra}: {}", stderr(&o));
+        assert!(stderr(&o).contains("no/such/dir"), "{}", stderr(&o));
+        assert!(stdout(&o).is_empty(), "{extra}: the job ran before failing");
+    }
+}
+
+/// SIGTERM (kill, timeout, systemd) ends a run as Ctrl-C does: the report
+/// of what ran, exit 143, and an image keeps what was written.
+#[test]
+fn sigterm_reports_what_ran_and_an_image_keeps_it() {
+    use std::io::{BufRead, BufReader};
+    let dir = tempfile::tempdir().unwrap();
+    let img = dir.path().join("t.img");
+    let img = img.to_str().unwrap();
+    assert_eq!(code(&zns(&["create", "--profile", "tiny", img])), 0);
+    // a job of 100 virtual hours: only the signal ends it
+    let mut child = Command::new(env!("CARGO_BIN_EXE_zns"))
+        .args([
+            "bench",
+            "--name=w",
+            &format!("--filename={img}"),
+            "--rw=write",
+            "--zonemode=zbd",
+            "--direct=1",
+            "--time_based",
+            "--runtime=100h",
+            "--eta=always",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // the first progress line: the job is writing
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    while err.read_line(&mut line).unwrap() > 0 && !line.contains("writes") {
+        line.clear();
+    }
+    assert!(line.contains("writes"), "no progress line");
+    // SAFETY: kill(2) on our own child's pid
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(143), "{rest}");
+    assert!(rest.contains("interrupted (SIGTERM)"), "{rest}");
+    assert!(stdout(&o).contains("Run status group 0"), "{}", stdout(&o));
+    let report = zns(&["zone", "report", img, "--count", "1"]);
+    assert!(
+        !stdout(&report).contains("EMPTY"),
+        "the written zone was discarded: {}",
+        stdout(&report)
+    );
 }
 
 /// The emulated ZRAID figures have no short mode: `--quick` with them is a
@@ -599,4 +679,49 @@ fn an_image_in_use_is_exit_4() {
     let o = zns(&["zone", "report", img.to_str().unwrap()]);
     assert_eq!(code(&o), 4, "{}", stderr(&o));
     assert!(stderr(&o).contains("in use"), "{}", stderr(&o));
+}
+
+/// An explicit open on an image lasts for its command only (each command is
+/// a power cycle): the command says so, so an nvme-cli user is not misled.
+#[test]
+fn zone_open_on_an_image_says_the_open_does_not_last() {
+    let dir = tempfile::tempdir().unwrap();
+    let img = dir.path().join("op.img");
+    let img = img.to_str().unwrap();
+    assert_eq!(code(&zns(&["create", "--profile", "tiny", img])), 0);
+    let o = zns(&["zone", "open", img, "--zone", "0"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stderr(&o).contains("keeps no open zone"), "{}", stderr(&o));
+    let o = zns(&["zone", "report", img, "--count", "1"]);
+    assert!(stdout(&o).contains("EMPTY"), "{}", stdout(&o));
+}
+
+/// `zns bench -` reads the job file on stdin, and `--output-format=json,normal`
+/// prints fio's JSON document, then its text.
+#[test]
+fn a_job_file_on_stdin_and_two_output_formats() {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_zns"))
+        .args(["bench", "--output-format=json,normal", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"[w]\nfilename=zn540\nrw=write\nzonemode=zbd\ndirect=1\nsize=1z\n")
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    let text_at = out.find("Run status group 0").expect("the text report");
+    let json: serde_json::Value = serde_json::Deserializer::from_str(&out[..text_at])
+        .into_iter()
+        .next()
+        .expect("a JSON document first")
+        .unwrap();
+    assert_eq!(json["jobs"][0]["jobname"], "w");
 }

@@ -42,13 +42,8 @@ fn zns_err(e: impl std::fmt::Display) -> PyErr {
 /// An `NvmeError` exception carrying the status of `e`.
 fn nvme_err(py: Python<'_>, what: &str, e: zns_core::NvmeError) -> PyErr {
     let s = e.status;
-    let err = NvmeError::new_err(format!(
-        "{what}: {} (SCT {:#x}, SC {:#04x}){}",
-        s.name(),
-        s.sct(),
-        s.sc(),
-        if e.injected { ", injected" } else { "" }
-    ));
+    // the CLI's and the libraries' format: `Zone Is Full (SCT 1h SC B9h)`
+    let err = NvmeError::new_err(format!("{what}: {e}"));
     let v = err.value(py);
     let _ = v.setattr("status", s.name());
     let _ = v.setattr("sct", s.sct());
@@ -87,9 +82,23 @@ fn bench_job(
         }
         Err(e) => return Err(zns_err(e)),
     };
+    // a job that ended on a command the device rejected: NvmeError with
+    // its status (the first such job; the others are in the message)
     let failures = report.failures();
-    if !failures.is_empty() {
-        return Err(zns_err(failures.join("; ")));
+    let rejected = report
+        .jobs
+        .iter()
+        .find_map(|j| match j.error.as_ref().map(|f| &f.cause) {
+            Some(zns_bench::run::FailureCause::Io(err)) => Some((j.name.clone(), *err)),
+            _ => None,
+        });
+    match rejected {
+        Some((job, err)) if failures.len() == 1 => {
+            return Err(nvme_err(py, &format!("job {job}"), err))
+        }
+        Some((_, err)) => return Err(nvme_err(py, &failures.join("; "), err)),
+        None if !failures.is_empty() => return Err(zns_err(failures.join("; "))),
+        None => {}
     }
     let doc = if plus {
         report.to_fio_json_plus()
@@ -255,6 +264,7 @@ fn sweep_local(
         workers: workers.unwrap_or_else(local::available_workers),
         resume,
         retry_failed,
+        stop: None,
     };
     let (summary, table) = py
         .allow_threads(|| local::run(&s, &out, &opts, &host_clock(), &mut |_, _, _| {}))

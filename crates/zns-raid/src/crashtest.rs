@@ -17,13 +17,13 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use rand::Rng;
-use zns_core::{IoFlags, ReportFilter, ZoneState, ZonedDevice};
+use zns_core::{IoFlags, ReportFilter, ZoneState, ZonedConfig, ZonedDevice};
 use zns_device::{Controller, ControllerOptions, Profile, StoreKind};
 use zns_sim::sync::Semaphore;
 use zns_sim::timing::HostStack;
 use zns_sim::Runtime;
 
-use crate::{Policy, RaidArray, RaidOptions};
+use crate::{Policy, RaidArray, RaidError, RaidOptions};
 
 /// The repeating pattern (7 bytes: not a divisor of the block size).
 pub const PATTERN: [u8; 7] = *b"ZRAID*7";
@@ -131,15 +131,31 @@ pub fn crash_profile() -> Profile {
     .expect("valid overrides")
 }
 
-/// The block size of a member profile's zoned namespace (None: it has
-/// none), which a chunk must be a whole number of.
-pub fn member_lba_bytes(profile: &Profile) -> Option<u64> {
+/// The geometry of a member profile's zoned namespace (None: it has none).
+fn member_zoned_config(profile: &Profile) -> Option<&ZonedConfig> {
     profile
         .first_zoned()
         .and_then(|i| match &profile.namespaces[i] {
-            zns_device::NamespaceProfile::Zoned(z) => Some(u64::from(z.lba_bytes)),
+            zns_device::NamespaceProfile::Zoned(z) => Some(z),
             _ => None,
         })
+}
+
+/// The block size of a member profile's zoned namespace (None: it has
+/// none), which a chunk must be a whole number of.
+pub fn member_lba_bytes(profile: &Profile) -> Option<u64> {
+    member_zoned_config(profile).map(|z| u64::from(z.lba_bytes))
+}
+
+/// The array options of a crash trial (and of its check before the trials).
+fn crash_raid_options(chunk_bytes: u64, policy: Policy, progress_per_write: bool) -> RaidOptions {
+    RaidOptions {
+        chunk_bytes,
+        policy,
+        flush_before_advance: false,
+        progress_per_write,
+        ..RaidOptions::default()
+    }
 }
 
 /// A crash test as a user gives it, in the units the front ends take
@@ -251,14 +267,58 @@ impl CrashShape {
                 ),
             ),
         ];
-        match rules.into_iter().find(|rule| rule.0) {
-            Some((_, param, value, problem)) => Err(ShapeError {
+        if let Some((_, param, value, problem)) = rules.into_iter().find(|rule| rule.0) {
+            return Err(ShapeError {
                 param,
                 value,
                 problem,
-            }),
-            None => Ok(()),
+            });
         }
+        self.check_array()
+    }
+
+    /// The array the trials create, checked against the member profile as
+    /// `RaidArray::create` checks it (the chunk against the ZRWA and its
+    /// flush granularity, the zones, the limits), before any trial runs.
+    fn check_array(&self) -> Result<(), ShapeError> {
+        let Some(member) = member_zoned_config(&self.profile) else {
+            return Ok(()); // refused above
+        };
+        let opts = crash_raid_options(self.chunk_kib * 1024, Policy::WpLog, false);
+        let e = match RaidArray::check_geometry(member, self.members, &opts) {
+            Ok(_) => return Ok(()),
+            Err(e) => e,
+        };
+        let kib = |lbas: u64| lbas * u64::from(member.lba_bytes) / 1024;
+        let on = &self.profile.name;
+        let (param, value, problem) = match e {
+            RaidError::TooFewMembers { .. } => ("members", self.members.to_string(), e.to_string()),
+            RaidError::ChunkTooSmall { fg_lbas, .. } => (
+                "chunk_kib",
+                self.chunk_kib.to_string(),
+                format!(
+                    "the chunk must be a multiple of 2 × ZRWAFG = {} KiB on profile {on} (write pointers advance by half chunks)",
+                    kib(2 * fg_lbas)
+                ),
+            ),
+            RaidError::ChunkTooLarge { zrwa_lbas, .. } => (
+                "chunk_kib",
+                self.chunk_kib.to_string(),
+                format!(
+                    "the chunk must be at most half the ZRWA = {} KiB on profile {on} (a chunk and its partial parity must both fit)",
+                    kib(zrwa_lbas / 2)
+                ),
+            ),
+            RaidError::ChunkOverLimit { .. } | RaidError::ZoneTooSmall { .. } => {
+                ("chunk_kib", self.chunk_kib.to_string(), e.to_string())
+            }
+            _ => ("profile", on.clone(), e.to_string()),
+        };
+        Err(ShapeError {
+            param,
+            value,
+            problem,
+        })
     }
 
     /// Whether write pointers advance per completed write: asked for, or
@@ -336,13 +396,31 @@ pub struct TrialOutcome {
     pub cut_at_ns: u64,
     /// Virtual instant the workload stopped (finished or failed).
     pub workload_end_ns: u64,
-    /// Why the trial failed (None = passed).
+    /// Why the trial failed (None = passed, or it could not run).
     pub failure: Option<String>,
+    /// Why the trial could not run (its members or array could not be
+    /// made): no write was issued, so it is no crash outcome and counts
+    /// neither as passed nor as failed (`Summary::not_run`).
+    pub not_run: Option<String>,
 }
 
 impl TrialOutcome {
+    /// The trial ran and nothing acknowledged was lost or broken.
     pub fn passed(&self) -> bool {
-        self.failure.is_none()
+        self.failure.is_none() && self.not_run.is_none()
+    }
+}
+
+/// How a trial ended early: before its first write (not a crash outcome)
+/// or after it (a failure of the policy).
+enum TrialError {
+    NotRun(String),
+    Failed(String),
+}
+
+impl From<String> for TrialError {
+    fn from(e: String) -> Self {
+        TrialError::Failed(e)
     }
 }
 
@@ -384,27 +462,25 @@ pub fn run_trial(cfg: &CrashConfig, seed: u64) -> TrialOutcome {
         cut_at_ns: 0,
         workload_end_ns: 0,
         failure: None,
+        not_run: None,
     };
-    if let Err(e) = trial(cfg, seed, &mut out) {
-        out.failure = Some(e);
+    match trial(cfg, seed, &mut out) {
+        Ok(()) => {}
+        Err(TrialError::NotRun(e)) => out.not_run = Some(e),
+        Err(TrialError::Failed(e)) => out.failure = Some(e),
     }
     out
 }
 
-fn trial(cfg: &CrashConfig, seed: u64, out: &mut TrialOutcome) -> Result<(), String> {
+fn trial(cfg: &CrashConfig, seed: u64, out: &mut TrialOutcome) -> Result<(), TrialError> {
     let mut rt = Runtime::new(seed);
     let handle = rt.handle();
-    let ctrls = build_members(&rt, cfg, cfg.members)?;
-    let opts = RaidOptions {
-        chunk_bytes: cfg.chunk_bytes,
-        policy: cfg.policy,
-        flush_before_advance: false,
-        progress_per_write: cfg.progress_per_write,
-        ..RaidOptions::default()
-    };
+    let ctrls = build_members(&rt, cfg, cfg.members).map_err(TrialError::NotRun)?;
+    let opts = crash_raid_options(cfg.chunk_bytes, cfg.policy, cfg.progress_per_write);
+    let members = devices(&ctrls).map_err(TrialError::NotRun)?;
     let array = rt
-        .block_on(RaidArray::create(&handle, devices(&ctrls)?, opts))
-        .map_err(|e| format!("create: {e}"))?;
+        .block_on(RaidArray::create(&handle, members, opts))
+        .map_err(|e| TrialError::NotRun(format!("create: {e}")))?;
     let lcfg = array.config().clone();
     let b = lcfg.lba_bytes as u64;
     let zones = cfg.zones.min(lcfg.zone_count);
@@ -624,6 +700,12 @@ pub struct Summary {
     /// Acknowledged bytes lost, summed over failing trials.
     pub lost_bytes: u64,
     pub failing: Vec<TrialOutcome>,
+    /// Trials that could not run (no array, no write): in neither
+    /// `trials` nor `failures`. A checked [`CrashShape`] makes none; a
+    /// front end reports any as an error, never as a failure rate.
+    pub not_run: u64,
+    /// Why the first of them could not run.
+    pub not_run_why: Option<String>,
 }
 
 /// One policy's crash-test result as the front ends print it (`zns raid
@@ -639,6 +721,8 @@ pub struct PolicyReport {
     pub mean_loss_bytes: f64,
     pub first_failing_seed: Option<u64>,
     pub failing: Vec<FailingTrial>,
+    pub not_run: u64,
+    pub not_run_why: Option<String>,
 }
 
 /// A failing trial in a [`PolicyReport`]: its seed replays it.
@@ -688,7 +772,28 @@ impl Summary {
                     why: o.failure.clone(),
                 })
                 .collect(),
+            not_run: self.not_run,
+            not_run_why: self.not_run_why.clone(),
         }
+    }
+
+    /// Trials that ran (counted, not counted and not run alike).
+    pub fn ran(&self) -> u64 {
+        self.trials + self.not_counted + self.not_run
+    }
+
+    /// An error naming why trials could not run, if any did not: their
+    /// outcome says nothing about the policy.
+    pub fn not_run_error(&self, policy: Policy) -> Option<String> {
+        (self.not_run > 0).then(|| {
+            format!(
+                "{} of {} {} trials could not run: {}",
+                self.not_run,
+                self.ran(),
+                policy.name(),
+                self.not_run_why.as_deref().unwrap_or("")
+            )
+        })
     }
 }
 
@@ -701,9 +806,31 @@ pub fn run(
     seed: u64,
     each: &mut dyn FnMut(&TrialOutcome),
 ) -> Summary {
+    run_until(cfg, trials, seed, each, &|| false)
+}
+
+/// [`run`], asking `stop` before each trial: when it says so, the trials
+/// run so far are the summary (`Summary::ran`); seeds continue at
+/// `seed + ran`.
+pub fn run_until(
+    cfg: &CrashConfig,
+    trials: u64,
+    seed: u64,
+    each: &mut dyn FnMut(&TrialOutcome),
+    stop: &dyn Fn() -> bool,
+) -> Summary {
     let mut s = Summary::default();
     for t in 0..trials {
+        if stop() {
+            break;
+        }
         let o = run_trial(cfg, seed.wrapping_add(t));
+        if let Some(why) = &o.not_run {
+            s.not_run += 1;
+            s.not_run_why.get_or_insert_with(|| why.clone());
+            each(&o);
+            continue;
+        }
         if o.passed() && o.acked_lbas == 0 {
             s.not_counted += 1;
             each(&o);
@@ -743,6 +870,11 @@ mod tests {
             (with(|s| s.chunk_kib = 0), "chunk_kib"),
             (with(|s| s.chunk_kib = 3), "chunk_kib"),
             (with(|s| s.chunk_kib = u64::MAX), "chunk_kib"),
+            // whole blocks, but not what the array can be made with: below
+            // 2 × ZRWAFG (32 KiB on the ZN540), above half its 1 MiB ZRWA
+            (with(|s| s.chunk_kib = 16), "chunk_kib"),
+            (with(|s| s.chunk_kib = 48), "chunk_kib"),
+            (with(|s| s.chunk_kib = 1024), "chunk_kib"),
             (with(|s| s.zones = 0), "zones"),
             (with(|s| s.queue_depth = 0), "qd"),
             (
@@ -763,6 +895,49 @@ mod tests {
     }
 
     #[test]
+    fn a_chunk_the_array_refuses_names_the_granularity_in_kib() {
+        let shape = CrashShape {
+            chunk_kib: 16,
+            ..CrashShape::new()
+        };
+        let e = shape.config(Policy::WpLog).unwrap_err();
+        assert!(e.problem.contains("2 × ZRWAFG = 32 KiB"), "{e}");
+        for kib in [32, 64, 256] {
+            let ok = CrashShape {
+                chunk_kib: kib,
+                ..CrashShape::new()
+            };
+            assert_eq!(ok.check(), Ok(()), "{kib} KiB");
+        }
+    }
+
+    #[test]
+    fn trials_that_cannot_build_the_array_are_not_run_not_failed() {
+        // a configuration no front end lets through (the shape check
+        // refuses it), run directly: no trial is a crash outcome
+        let mut cfg = CrashConfig::new(Policy::WpLog);
+        cfg.chunk_bytes = 16 << 10;
+        let s = run(&cfg, 3, 1, &mut |o| {
+            assert!(!o.passed() && o.failure.is_none(), "{o:?}");
+        });
+        assert_eq!(
+            (s.not_run, s.trials, s.failures, s.not_counted),
+            (3, 0, 0, 0)
+        );
+        assert_eq!(s.failure_rate(), 0.0);
+        let r = s.report(Policy::WpLog);
+        assert_eq!((r.not_run, r.failures), (3, 0));
+        let e = s.not_run_error(Policy::WpLog).unwrap();
+        assert!(
+            e.starts_with("3 of 3 wplog trials could not run: create: chunk"),
+            "{e}"
+        );
+        // a configuration that runs has none
+        let ok = run(&CrashConfig::new(Policy::WpLog), 2, 1, &mut |_| {});
+        assert_eq!((ok.not_run, ok.not_run_error(Policy::WpLog)), (0, None));
+    }
+
+    #[test]
     fn a_report_carries_the_summary_and_each_failing_seed() {
         let failing = |seed, lost_bytes| TrialOutcome {
             seed,
@@ -773,6 +948,7 @@ mod tests {
             cut_at_ns: 0,
             workload_end_ns: 0,
             failure: Some("lost".into()),
+            not_run: None,
         };
         let s = Summary {
             trials: 4,
@@ -780,6 +956,8 @@ mod tests {
             failures: 2,
             lost_bytes: 12288,
             failing: vec![failing(7, 4096), failing(9, 8192)],
+            not_run: 0,
+            not_run_why: None,
         };
         let r = s.report(Policy::Stripe);
         assert_eq!(

@@ -45,16 +45,33 @@ pub(crate) fn validate(
             members: members.len(),
         });
     }
-    let m0 = members[0].config().clone();
-    for (i, m) in members.iter().enumerate().skip(1) {
-        let c = m.config();
-        if *c != m0 {
-            return Err(RaidError::MixedGeometry {
-                member: i,
-                detail: describe_difference(&m0, c),
-            });
+    if let Some(m0) = members.first().map(|m| m.config().clone()) {
+        for (i, m) in members.iter().enumerate().skip(1) {
+            let c = m.config();
+            if *c != m0 {
+                return Err(RaidError::MixedGeometry {
+                    member: i,
+                    detail: describe_difference(&m0, c),
+                });
+            }
         }
     }
+    plan(members.first().map(|m| m.config()), members.len(), opts)
+}
+
+/// The layout and logical config of an array of `n` members of geometry
+/// `m0` (None: no member) with `opts`, or why it cannot be built: every
+/// check of [`validate`] but the members' sameness, so a front end can check
+/// a configuration before making any device (`RaidArray::check_geometry`).
+pub(crate) fn plan(
+    m0: Option<&ZonedConfig>,
+    n: usize,
+    opts: &RaidOptions,
+) -> Result<(Layout, ZonedConfig), RaidError> {
+    let m0 = match m0 {
+        Some(m0) if n >= 3 => m0,
+        _ => return Err(RaidError::TooFewMembers { members: n }),
+    };
     let variant = opts.variant;
     let lba = m0.lba_bytes as u64;
     // normal-zone variants (RAIZN) need no ZRWA; the layout still has a PP
@@ -121,7 +138,7 @@ pub(crate) fn validate(
             chunk_lbas: c,
         });
     }
-    let n = members.len() as u32;
+    let n = n as u32;
     let layout = Layout {
         n,
         chunk_lbas: c,
@@ -285,6 +302,18 @@ struct ZoneMd {
 }
 
 impl RaidArray {
+    /// The logical geometry `create` would give an array of `members`
+    /// members of geometry `member` with `opts`, or the error it would
+    /// refuse them with — checked without making any device, so that a
+    /// front end refuses a configuration before running anything on it.
+    pub fn check_geometry(
+        member: &ZonedConfig,
+        members: usize,
+        opts: &RaidOptions,
+    ) -> Result<ZonedConfig, RaidError> {
+        plan(Some(member), members, opts).map(|(_, cfg)| cfg)
+    }
+
     /// Builds a new array: resets every zone of every member and writes the
     /// superblocks. Members must all have the same geometry (see `RaidError`).
     pub async fn create(

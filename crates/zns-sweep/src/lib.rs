@@ -48,6 +48,14 @@ pub enum SweepError {
     /// The figure could not be drawn.
     #[error("plot: {0}")]
     Plot(#[from] zns_plot::PlotError),
+    /// Stopped on request (`local::Options::stop`) after `ran` of the
+    /// `to_run` points this invocation had: their records are in `out`.
+    #[error("stopped after {ran} of {to_run} points; their records are in {out}: run the same command with --resume for the rest")]
+    Interrupted {
+        ran: usize,
+        to_run: usize,
+        out: String,
+    },
 }
 
 impl SweepError {

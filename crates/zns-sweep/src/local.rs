@@ -30,6 +30,11 @@ pub struct Options {
     pub resume: bool,
     /// With `resume`: run the points whose record is a failure again.
     pub retry_failed: bool,
+    /// Asked after every point: `true` stops handing out points (the
+    /// running ones finish and are recorded), and the run ends with
+    /// [`SweepError::Interrupted`]; `--resume` runs the rest. The CLI's is
+    /// its stop-signal flag; None never stops.
+    pub stop: Option<fn() -> bool>,
 }
 
 /// What a sweep did (host times are the machine's, not the table's).
@@ -104,6 +109,7 @@ pub fn run(
     let mut host_s = 0.0;
     let total = todo.len();
     let mut write_err = None;
+    let (mut ran, mut stopped) = (0, false);
     std::thread::scope(|s| {
         for w in 0..workers {
             let tx = tx.clone();
@@ -134,10 +140,22 @@ pub fn run(
                 }
             }
             each(&rec, done + 1, total);
+            ran = done + 1;
+            if !stopped && opts.stop.is_some_and(|stop| stop()) {
+                stopped = true;
+                next.store(usize::MAX / 2, Ordering::Relaxed);
+            }
         }
     });
     if let Some(e) = write_err {
         return Err(e);
+    }
+    if stopped {
+        return Err(SweepError::Interrupted {
+            ran,
+            to_run: total,
+            out: out.display().to_string(),
+        });
     }
     let (summary_base, table) = finish(sweep, &points, out)?;
     let summary = Summary {

@@ -318,6 +318,9 @@ fn crashtest(p: &Params) -> Result<Value, String> {
     let cfg = shape.config(policy).map_err(|e| e.to_string())?;
     let seed = p.u64("seed", 1)?;
     let s = crashtest::run(&cfg, shape.trials, seed, &mut |_| {});
+    if let Some(e) = s.not_run_error(policy) {
+        return Err(e); // a point with status=error, never a failure rate
+    }
     serde_json::to_value(s.report(policy)).map_err(|e| e.to_string())
 }
 

@@ -9,7 +9,7 @@
 //! [params]                            # the same for every point
 //! policy = "wplog"
 //! [grid]                              # every combination (keys in name order)
-//! chunk_kib = [16, 64]
+//! chunk_kib = [32, 64]
 //! qd = [1, 4]
 //! [[points]]                          # and/or listed points (each × the grid)
 //! members = 4

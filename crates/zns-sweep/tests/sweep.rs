@@ -101,6 +101,7 @@ fn opts(workers: usize, resume: bool) -> Options {
         workers,
         resume,
         retry_failed: false,
+        stop: None,
     }
 }
 
@@ -162,6 +163,35 @@ fn failing_points_are_records_and_resume_skips_done_points() {
     })
     .unwrap();
     assert_eq!((again, sum3.failed), (4, 4));
+}
+
+#[test]
+fn a_stopped_sweep_keeps_its_records_and_resume_runs_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let s = parse(SMALL).unwrap();
+    let stop = Options {
+        stop: Some(|| true),
+        ..opts(1, false)
+    };
+    let mut seen = 0;
+    let e = local::run(&s, &out, &stop, &NO_CLOCK, &mut |_, _, _| seen += 1).unwrap_err();
+    // the worker may have taken one more point before the stop was seen:
+    // it finishes and is recorded
+    let ran = match &e {
+        SweepError::Interrupted { ran, to_run, .. } => {
+            assert_eq!(*to_run, 8);
+            *ran
+        }
+        other => panic!("{other}"),
+    };
+    assert!(
+        (1..=2).contains(&ran) && ran == seen,
+        "ran {ran}, seen {seen}"
+    );
+    assert!(e.to_string().contains("--resume"), "{e}");
+    let (sum, _) = local::run(&s, &out, &opts(2, true), &NO_CLOCK, &mut |_, _, _| {}).unwrap();
+    assert_eq!((sum.ran, sum.skipped, sum.points), (8 - ran, ran, 8));
 }
 
 #[test]

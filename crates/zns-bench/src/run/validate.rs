@@ -10,27 +10,46 @@ use super::*;
 /// pointers. (fio shares one zone table between jobs; znskit asks for
 /// separate ranges instead of interleaving jobs inside a zone.)
 pub(super) fn check_disjoint_zone_writers(runs: &[Rc<JobRun>]) -> Result<(), RunError> {
-    let writers: Vec<&Rc<JobRun>> = runs
+    // (run, its clone number among the runs of the same job: numjobs)
+    let writers: Vec<(&Rc<JobRun>, usize)> = runs
         .iter()
-        .filter(|r| r.zbd_writes() || r.spec.zone_op.is_some())
+        .enumerate()
+        .filter(|(_, r)| r.zbd_writes() || r.spec.zone_op.is_some())
+        .map(|(i, r)| {
+            let clone = runs[..i]
+                .iter()
+                .filter(|o| o.spec.name == r.spec.name)
+                .count();
+            (r, clone)
+        })
         .collect();
-    for (i, a) in writers.iter().enumerate() {
-        for b in &writers[i + 1..] {
+    for (i, (a, ca)) in writers.iter().enumerate() {
+        for (b, cb) in &writers[i + 1..] {
             let same_dev = a.spec.filename == b.spec.filename && a.spec.nsid == b.spec.nsid;
             let zb = a.geo.zone_bytes.max(1);
             let (a0, a1) = (a.start / zb, (a.start + a.len).div_ceil(zb));
             let (b0, b1) = (b.start / zb, (b.start + b.len).div_ceil(zb));
-            if same_dev && a0 < b1 && b0 < a1 {
-                return Err(RunError::Setup {
-                    job: a.spec.name.clone(),
-                    msg: format!(
-                        "it and job {} change the same zones ({}..{}) at the same time; give concurrent zone writers separate ranges (offset, or offset_increment with numjobs), or separate them with stonewall",
-                        b.spec.name,
-                        a0.max(b0),
-                        a1.min(b1)
-                    ),
-                });
+            if !(same_dev && a0 < b1 && b0 < a1) {
+                continue;
             }
+            let zones = format!("zones {}..{}", a0.max(b0), a1.min(b1));
+            let msg = if a.spec.name == b.spec.name {
+                format!(
+                    "clones {ca} and {cb} of it (numjobs={}) change the same {zones} at the same time; znskit gives each concurrent zone writer zones of its own (fio would share them under its zone locks): add offset_increment= of at least the clone's size (e.g. offset_increment={}z with size={}z), or run the clones one after another",
+                    a.spec.numjobs,
+                    a1 - a0,
+                    a1 - a0
+                )
+            } else {
+                format!(
+                    "it and job {} change the same {zones} at the same time; give concurrent zone writers separate ranges (offset, or offset_increment with numjobs), or separate them with stonewall",
+                    b.spec.name
+                )
+            };
+            return Err(RunError::Setup {
+                job: a.spec.name.clone(),
+                msg,
+            });
         }
     }
     Ok(())
@@ -148,6 +167,13 @@ pub(super) fn validate(spec: &JobSpec, target: &Target, geo: &Geometry) -> Resul
         }
     }
     let writes = spec.rw.has_writes() && spec.zone_op.is_none();
+    if writes && spec.rw.is_random() && spec.zonemode != ZoneMode::Zbd {
+        return Err(format!(
+            "rw={}: random writes on a zoned namespace ({}) fail at the first write off a write pointer: set zonemode=zbd (writes go to the write pointers), or pick a conventional namespace with nsid= (zn540-cns: nsid=1)",
+            spec.rw.as_str(),
+            spec.nsid.map_or("the device's first zoned namespace".to_string(), |n| format!("nsid={n}"))
+        ));
+    }
     if spec.zrwa {
         let Some(z) = &geo.zrwa else {
             return Err("zrwa=1 but the device has no Zone Random Write Area".into());
