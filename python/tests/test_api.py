@@ -56,8 +56,8 @@ def test_zone_commands_in_virtual_time_and_nvme_errors():
     lat = d.write(z1, nlb=4)
     assert lat > 0 and d.now_ns == t0 + lat
     zones = d.report_zones(1, 1)
-    assert zones[0]["write_pointer"] == z1 + 4
-    assert zones[0]["state"] == "ImplicitlyOpened"
+    assert zones[0]["wp"] == z1 + 4 and zones[0]["slba"] == z1 and zones[0]["zone"] == 1
+    assert zones[0]["state"] == "IMP_OPENED"
     assert d.append(1, nlb=2) == z1 + 4
     assert len(d.read(z1, 2)) == 2 * g["lba_bytes"]
     # a write off the write pointer: Zone Invalid Write, as an exception with the status
@@ -68,16 +68,29 @@ def test_zone_commands_in_virtual_time_and_nvme_errors():
     assert e.value.injected is False
     assert isinstance(e.value, znskit.ZnsError)
     d.finish(1)
-    assert d.report_zones(1, 1)[0]["state"] == "Full"
+    assert d.report_zones(1, 1)[0]["state"] == "FULL"
     with pytest.raises(znskit.NvmeError) as e:
         d.write(z1, nlb=1)
     assert e.value.status == "Zone is Full"
+    with pytest.raises(znskit.ZnsError, match="which zone"):
+        d.reset()
     d.reset(all=True)
-    assert d.report_zones(1, 1)[0]["state"] == "Empty"
+    assert d.report_zones(1, 1)[0]["state"] == "EMPTY"
     with pytest.raises(znskit.ZnsError, match="zone 100000"):
         d.open(100000)
     with pytest.raises(znskit.ZnsError):
         znskit.Device("no-such-profile")
+
+
+def test_the_package_says_its_version_and_names_its_errors():
+    assert znskit.__version__ == "0.1.0"
+    assert znskit.ZnsError.__module__ == "znskit" and znskit.NvmeError.__module__ == "znskit"
+    assert "os" not in znskit.__all__ and "Device" in znskit.__all__
+
+
+def test_an_option_set_to_none_is_an_error_not_left_out():
+    with pytest.raises(znskit.ZnsError, match="rw=None"):
+        znskit.bench({"filename": "zn540", "rw": None, "size": "1z"})
 
 
 def test_a_bench_job_the_device_rejects_raises_nvme_error():

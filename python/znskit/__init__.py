@@ -29,7 +29,15 @@ from typing import Any, Dict, List, Mapping, Optional, Union
 from . import _native
 from ._native import Device, NvmeError, ZnsError
 
+try:
+    from importlib.metadata import version as _version
+
+    __version__ = _version("znskit")
+except Exception:  # not installed as a distribution (a source checkout on sys.path)
+    __version__ = "0+unknown"
+
 __all__ = [
+    "__version__",
     "BenchResult",
     "Device",
     "NvmeError",
@@ -60,7 +68,8 @@ def job_text(options: Union[Options, Mapping[str, Options]], name: str = "job") 
 
     A flat dict is one job named ``name``; a dict of dicts is one section per
     key (``"global"`` included), as in a job file. A value ``True`` is a flag
-    (``group_reporting``), ``False`` leaves the option out.
+    (``group_reporting``), ``False`` leaves the option out; ``None`` is an
+    error (a value that was meant to be set).
     """
     if options and all(isinstance(v, Mapping) for v in options.values()):
         sections = options
@@ -70,9 +79,11 @@ def job_text(options: Union[Options, Mapping[str, Options]], name: str = "job") 
     for section, opts in sections.items():
         lines.append(f"[{section}]")
         for k, v in opts.items():  # type: ignore[union-attr]
+            if v is None:
+                raise ZnsError(f"[{section}] {k}=None: give the option a value, or leave it out (False)")
             if v is True:
                 lines.append(str(k))
-            elif v is False or v is None:
+            elif v is False:
                 continue
             else:
                 lines.append(f"{k}={_value(v)}")

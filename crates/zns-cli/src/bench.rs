@@ -27,9 +27,11 @@ job files, command-line job options (no --name) act as global options that
 the files' own sections override, as with `fio --filename=... job.fio`.
 Several job files run one after another, as fio runs them (each file is a
 new reporting group), on the same devices: a read file can follow the file
-that writes its data. The device is `filename=`: a built-in profile (zn540,
-zn540-cns, zn540-lbaf0, pm1731a, tiny), a profile TOML file or an image made by
-`zns create`; each `zns bench` starts from fresh devices.
+that writes its data. The device is `filename=`: a built-in profile (`zns
+info --list` lists them: zn540, zn540-cns, the sn540 block SSDs, tiny, ...),
+a profile TOML file, an image made by `zns create`, a `raid:` array or a real
+zoned device (/dev/…, linux:…) (docs/targets.md); each `zns bench` starts
+from fresh devices, except an image, which keeps what earlier runs wrote.
 
 Options:
       --output-format=FMT  normal (fio's text, default), json, or json+ (json
@@ -306,9 +308,25 @@ fn check_writable_dir(prefix: &str) -> std::io::Result<()> {
     std::fs::remove_file(&probe)
 }
 
+/// Whether a device that could not be opened failed on the OS's side (an
+/// image another process holds, a file the OS refused): exit 4, as every
+/// other command gives for it, not bad input.
+fn os_side(e: &zns_target::TargetError) -> bool {
+    use zns_device::{DeviceError, StoreError};
+    match e {
+        zns_target::TargetError::Device {
+            source: DeviceError::Store(StoreError::Io { .. } | StoreError::InUse { .. }),
+            ..
+        } => true,
+        zns_target::TargetError::Context { source, .. } => os_side(source),
+        _ => false,
+    }
+}
+
 fn run_error(e: RunError) -> CliError {
     match e {
         RunError::Io { .. } => CliError::Failed(e.to_string()),
+        RunError::Target { ref source, .. } if os_side(source) => CliError::Io(e.to_string()),
         // a setup error, or one a later version adds: the jobs' fault
         _ => CliError::Input(e.to_string()),
     }

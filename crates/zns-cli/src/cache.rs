@@ -299,11 +299,13 @@ impl CacheShape {
         let device = &self.device;
         let target = TargetSpec::parse(device).map_err(|e| {
             let msg = format!("--device {device}: {e}");
-            // a malformed array is a usage error, a profile that will not load bad input
-            if device.starts_with("raid:") {
-                CliError::Usage(msg)
-            } else {
-                CliError::Input(msg)
+            // a malformed name (its grammar) is a usage error; a profile that
+            // will not load is bad input, in an array or not
+            match e {
+                zns_target::TargetError::Spec(_) | zns_target::TargetError::Size(_) => {
+                    CliError::Usage(msg)
+                }
+                _ => CliError::Input(msg),
             }
         })?;
         if let TargetSpec::Raid(r) = &target {

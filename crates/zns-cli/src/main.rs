@@ -129,7 +129,7 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Run a parameter sweep (a TOML file: crash tests, fio jobs, cache runs or repros over a grid of
     /// values and seeds) on this machine's cores or a Ray cluster; one record per point, the merged
-    /// table as CSV and Parquet, resumable. `zns sweep --help` explains.
+    /// table as CSV and Parquet, resumable.
     #[command(after_help = sweep::SWEEP_HELP)]
     Sweep(sweep::SweepArgs),
 }
@@ -498,7 +498,22 @@ fn die_quietly_on_closed_pipes() {
 
 fn main() -> ExitCode {
     die_quietly_on_closed_pipes();
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // --help and --version: their text through our stdout, so a full
+        // disk is exit 4 as for every other output
+        Err(e) if !e.use_stderr() => {
+            return match write_stdout(format_args!("{}", e.render())) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(CliError::Io(m)) => {
+                    eprintln!("zns: {m}");
+                    ExitCode::from(4)
+                }
+                Err(_) => ExitCode::from(4),
+            };
+        }
+        Err(e) => e.exit(),
+    };
     match run(cli) {
         Ok(code) => code,
         Err(e) => {
@@ -559,8 +574,9 @@ fn info(args: InfoArgs) -> Result<ExitCode, CliError> {
                 .collect();
             outln!("{}", serde_json::Value::Array(doc));
         } else {
+            let width = list.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
             for (name, d) in &list {
-                outln!("{name:<14} {d}");
+                outln!("{name:<width$} {d}");
             }
         }
         return Ok(ExitCode::SUCCESS);
@@ -603,6 +619,14 @@ fn create(args: CreateArgs) -> Result<ExitCode, CliError> {
 
 /// Opens an image's zoned namespace on a fresh runtime.
 fn open_target(rt: &Runtime, image: &Path, nsid: Option<u32>) -> Result<EmulatedZns, CliError> {
+    // a profile's name where an image belongs: say how to make the image
+    if !image.exists() {
+        if let Some(name) = image.to_str().filter(|n| Profile::builtin(n).is_ok()) {
+            return Err(CliError::Io(format!(
+                "{name}: no such image; zone commands work on a device image, made from the profile with `zns create --profile {name} {name}.img`"
+            )));
+        }
+    }
     let ctrl = Controller::open_image(&rt.handle(), image, HostStack::Spdk)?;
     warn_recovery(&ctrl, image);
     match nsid {
@@ -688,22 +712,31 @@ fn zone(cmd: ZoneCommand) -> Result<ExitCode, CliError> {
             count,
             state,
         } => {
-            let dev = open_target(&rt, &target.image, target.nsid)?;
-            let filter = match state.as_deref() {
+            // any case, `_` for `-`, and the report's own spellings (IMP_OPENED)
+            let wanted = state
+                .as_deref()
+                .map(|s| s.to_ascii_lowercase().replace('_', "-"));
+            let filter = match wanted.as_deref() {
                 None | Some("all") => ReportFilter::All,
                 Some("empty") => ReportFilter::Empty,
-                Some("imp-open") => ReportFilter::ImplicitlyOpened,
-                Some("exp-open") => ReportFilter::ExplicitlyOpened,
+                Some("imp-open" | "imp-opened" | "implicitly-opened") => {
+                    ReportFilter::ImplicitlyOpened
+                }
+                Some("exp-open" | "exp-opened" | "explicitly-opened") => {
+                    ReportFilter::ExplicitlyOpened
+                }
                 Some("closed") => ReportFilter::Closed,
                 Some("full") => ReportFilter::Full,
-                Some("read-only") => ReportFilter::ReadOnly,
+                Some("read-only" | "readonly") => ReportFilter::ReadOnly,
                 Some("offline") => ReportFilter::Offline,
-                Some(other) => {
+                Some(_) => {
                     return Err(CliError::Usage(format!(
-                        "--state {other}: expected empty, imp-open, exp-open, closed, full, read-only or offline"
+                        "--state {}: expected empty, imp-open, exp-open, closed, full, read-only or offline (any case; the report's IMP_OPENED spellings too)",
+                        state.unwrap_or_default()
                     )))
                 }
             };
+            let dev = open_target(&rt, &target.image, target.nsid)?;
             let cfg = dev.config().clone();
             let start = (zone as u64).saturating_mul(cfg.zone_size_lbas);
             let zones = rt

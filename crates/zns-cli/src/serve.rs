@@ -1,15 +1,21 @@
 //! `zns serve`: emulated devices as Linux block devices through ublk
-//! (zns-serve, docs/serve.md). Checks the environment (ublk_drv, kernel,
-//! root) first, opens the targets on the paced runtime thread, adds one
-//! ublk device per namespace, prints their paths and geometry, and serves
-//! until SIGINT or SIGTERM, then removes every device it added.
+//! (zns-serve, docs/serve.md), or with `--nvme-tcp ADDR:PORT` as NVMe over
+//! Fabrics controllers on TCP (zns-nvmeof, docs/nvme-tcp.md). For ublk it
+//! checks the environment (ublk_drv, kernel, root) first; it opens the
+//! targets on the paced runtime thread, adds one ublk device per namespace
+//! (or one NVM subsystem per target, a namespace per namespace), prints
+//! their paths (NQNs) and geometry, and serves until SIGINT or SIGTERM,
+//! then removes every device it added.
 
+use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 
 use clap::Args;
 use serde_json::json;
 use zns_device::StoreKind;
+use zns_nvmeof::{Export, NvmeTcpServer};
 use zns_serve::{Host, HostConfig, HostedDevice, Opened, UblkDevice, UblkOptions};
 use zns_sim::timing::HostStack;
 use zns_target::{open, OpenOptions, OpenedDevice, TargetError, TargetSpec};
@@ -42,7 +48,10 @@ Examples:
   sudo zns serve raid:5xzn540 --zones 32 --json  a ZRAID array as one device
   sudo zns serve dev.img                         an image keeps its data
   sudo zns serve raid:5xzn540 --stats s.json     at the stop: requests by kind,
-                                                 the array's flash WAF, ...";
+                                                 the array's flash WAF, ...
+  zns serve --nvme-tcp 127.0.0.1:4420 zn540      an NVMe/TCP controller (ZRWA,
+  sudo nvme connect -t tcp -a 127.0.0.1 -s 4420 -n NQN   passthrough; any user,
+                                                 no ublk; docs/nvme-tcp.md)";
 
 #[derive(Args)]
 pub struct ServeArgs {
@@ -70,6 +79,11 @@ pub struct ServeArgs {
     /// Print the devices as one JSON document (then serve).
     #[arg(long)]
     json: bool,
+    /// Serve NVMe over Fabrics on TCP at ADDR:PORT instead of ublk: one NVM
+    /// subsystem per target (its NQN printed), each namespace a namespace
+    /// (zoned with ZRWA, or conventional), for `nvme connect -t tcp`.
+    #[arg(long, value_name = "ADDR:PORT")]
+    nvme_tcp: Option<SocketAddr>,
     /// At the stop, write what was served to FILE as JSON: each device's
     /// requests by kind (count, bytes, failures), the virtual time, the
     /// devices' own counters (an array's flash WAF and partial parity).
@@ -104,6 +118,9 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, CliError> {
             .map_err(|e| CliError::Input(format!("{name}: {e}")))?;
         specs.push((name.clone(), spec));
     }
+    if let Some(addr) = args.nvme_tcp {
+        return serve_nvme_tcp(&args, addr, specs, host_stack);
+    }
     check_environment()?;
 
     // the signals are blocked before any thread starts, so every thread
@@ -118,7 +135,7 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, CliError> {
         speed: args.speed,
         io_buf_bytes: ublk_opts.io_buf_bytes,
     };
-    let mut host = Host::start(cfg, move |rt| open_all(rt, &specs, host_stack))
+    let mut host = Host::start(cfg, move |rt| open_all(rt, &specs, host_stack, None))
         .map_err(|e| CliError::Input(e.to_string()))?;
     for dead in zns_serve::remove_dead_devices() {
         match dead.outcome {
@@ -157,6 +174,180 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, CliError> {
         ));
     };
     eprint!("{}", stats_summary(&report, &paths));
+    write_stats(&args, report, &paths)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--nvme-tcp`: the targets as NVM subsystems on a TCP port.
+fn serve_nvme_tcp(
+    args: &ServeArgs,
+    addr: SocketAddr,
+    specs: Vec<(String, TargetSpec)>,
+    host_stack: HostStack,
+) -> Result<ExitCode, CliError> {
+    let signals = block_stop_signals();
+    let cfg = HostConfig {
+        seed: args.seed,
+        speed: args.speed,
+        io_buf_bytes: UblkOptions::default().io_buf_bytes,
+    };
+    let names: Vec<String> = specs.iter().map(|(n, _)| n.clone()).collect();
+    let groups = Arc::new(Mutex::new(Vec::new()));
+    let counted = groups.clone();
+    let mut host = Host::start(cfg, move |rt| {
+        open_all(rt, &specs, host_stack, Some(&counted))
+    })
+    .map_err(|e| CliError::Input(e.to_string()))?;
+    let sizes: Vec<usize> = groups.lock().map(|g| g.clone()).unwrap_or_default();
+    let mut exports = Vec::new();
+    let mut first = 0;
+    let mut nqns = Vec::new();
+    for (i, (name, size)) in names.iter().zip(sizes).enumerate() {
+        let nqn = subsystem_nqn(name, i, &nqns);
+        let links = (first..first + size).map(|d| host.link(d)).collect();
+        let export = Export::probe(&nqn, name, links).map_err(|e| CliError::Io(e.to_string()))?;
+        nqns.push(nqn);
+        exports.push((first, export));
+        first += size;
+    }
+    let firsts: Vec<usize> = exports.iter().map(|(f, _)| *f).collect();
+    let exports: Vec<Export> = exports.into_iter().map(|(_, e)| e).collect();
+    let subsystems: Vec<zns_nvmeof::Subsystem> =
+        exports.iter().map(|e| e.subsystem.clone()).collect();
+    let mut server = NvmeTcpServer::start(addr, exports)
+        .map_err(|e| CliError::Io(format!("--nvme-tcp {addr}: {e}")))?;
+    let at = server.local_addr();
+    print_subsystems(host.devices(), &subsystems, &firsts, at, args)?;
+    let signal = wait_for(&signals);
+    eprintln!("zns serve: {signal}: closing the NVMe/TCP target");
+    server.stop();
+    let Some(report) = host.stop() else {
+        return Err(CliError::Io(
+            "the devices' runtime ended without a report (see the messages above)".into(),
+        ));
+    };
+    eprintln!(
+        "zns serve: served {:.3} s of device time",
+        report.virtual_ns as f64 / 1e9
+    );
+    // each served device by its subsystem and namespace
+    let labels: Vec<String> = subsystems
+        .iter()
+        .flat_map(|s| {
+            s.namespaces
+                .iter()
+                .map(|ns| format!("{} nsid {}", s.identity.subnqn, ns.nsid))
+        })
+        .collect();
+    write_stats(args, report, &labels)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The NQN of the `index`th target: `nqn.2026-11.org.znskit:` and the
+/// target's name in NQN characters (a duplicate gets its index).
+fn subsystem_nqn(name: &str, index: usize, taken: &[String]) -> String {
+    let base = std::path::Path::new(name)
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let clean: String = base
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .take(160)
+        .collect();
+    let nqn = format!("nqn.2026-11.org.znskit:{clean}");
+    if taken.contains(&nqn) {
+        format!("{nqn}-{index}")
+    } else {
+        nqn
+    }
+}
+
+fn print_subsystems(
+    devices: &[HostedDevice],
+    subsystems: &[zns_nvmeof::Subsystem],
+    firsts: &[usize],
+    addr: SocketAddr,
+    args: &ServeArgs,
+) -> Result<(), CliError> {
+    if args.json {
+        let list: Vec<_> = subsystems
+            .iter()
+            .zip(firsts)
+            .map(|(s, &first)| {
+                let namespaces: Vec<_> = s
+                    .namespaces
+                    .iter()
+                    .zip(&devices[first..])
+                    .map(|(ns, d)| {
+                        json!({
+                            "nsid": ns.nsid,
+                            "target": d.name,
+                            "zoned": d.geometry.zoned.is_some(),
+                            "zrwa": ns.zoned().is_some_and(|c| c.zrwa.is_some()),
+                            "geometry": d.geometry,
+                        })
+                    })
+                    .collect();
+                json!({ "nqn": s.identity.subnqn, "namespaces": namespaces })
+            })
+            .collect();
+        let doc = json!({
+            "speed": args.speed,
+            "nvme_tcp": { "address": addr.to_string(), "subsystems": list },
+        });
+        outln!("{doc}");
+    } else {
+        let mut text = String::new();
+        for (s, &first) in subsystems.iter().zip(firsts) {
+            text += &format!(
+                "{}  at {addr} (nvme connect -t tcp -a {} -s {} -n {})\n",
+                s.identity.subnqn,
+                addr.ip(),
+                addr.port(),
+                s.identity.subnqn
+            );
+            for (ns, d) in s.namespaces.iter().zip(&devices[first..]) {
+                let what = match ns.zoned() {
+                    Some(c) => format!(
+                        "zoned, {} zones of {} LBAs (capacity {}), {}",
+                        c.zone_count,
+                        c.zone_size_lbas,
+                        c.zone_capacity_lbas,
+                        if c.zrwa.is_some() { "ZRWA" } else { "no ZRWA" }
+                    ),
+                    None => format!("conventional, {} LBAs", ns.capacity_lbas()),
+                };
+                text += &format!(
+                    "  nsid {}  {}: {what}, {} B blocks\n",
+                    ns.nsid,
+                    d.name,
+                    ns.lba_bytes()
+                );
+            }
+        }
+        out!("{text}");
+    }
+    eprintln!(
+        "zns serve: serving {} NVMe/TCP subsystem(s) on {addr} at {}x real time; Ctrl-C or SIGTERM stops",
+        subsystems.len(),
+        args.speed
+    );
+    Ok(())
+}
+
+/// `--stats FILE`: the report, each served device with its path or NQN.
+fn write_stats(
+    args: &ServeArgs,
+    report: zns_serve::HostReport,
+    paths: &[String],
+) -> Result<(), CliError> {
     if let Some(file) = &args.stats {
         let mut doc = serde_json::to_value(&report).map_err(|e| CliError::Io(e.to_string()))?;
         doc["speed"] = json!(args.speed);
@@ -164,14 +355,14 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, CliError> {
             .as_array_mut()
             .into_iter()
             .flatten()
-            .zip(&paths)
+            .zip(paths)
         {
             d["path"] = json!(path);
         }
         std::fs::write(file, format!("{doc:#}\n"))
             .map_err(|e| CliError::Io(format!("--stats {}: {e}", file.display())))?;
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 /// One line per served device: its requests by kind.
@@ -223,10 +414,12 @@ fn zones_override(spec: &TargetSpec, name: &str, zones: u32) -> Result<(String, 
 }
 
 /// Runs on the runtime thread: opens every target and lists its namespaces.
+/// `groups` (for `--nvme-tcp`) gets each target's namespace count.
 fn open_all(
     rt: &mut zns_sim::Runtime,
     specs: &[(String, TargetSpec)],
     host_stack: HostStack,
+    groups: Option<&Mutex<Vec<usize>>>,
 ) -> Result<Opened, TargetError> {
     let opts = OpenOptions {
         store: StoreKind::Memory,
@@ -241,6 +434,11 @@ fn open_all(
             _ => vec![None],
         };
         let several = namespaces.len() > 1;
+        if let Some(g) = groups {
+            if let Ok(mut g) = g.lock() {
+                g.push(namespaces.len());
+            }
+        }
         for nsid in namespaces {
             let target = dev.target(name, nsid)?;
             let label = match nsid {

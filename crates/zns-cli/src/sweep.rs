@@ -252,6 +252,9 @@ pub fn sweep(a: SweepArgs) -> Result<ExitCode, CliError> {
                 wall_s: get("wall_s"),
                 point_host_s: get("point_host_s"),
                 host_s_per_point: get("host_s_per_point"),
+                ran_total: get("ran_total") as usize,
+                wall_s_total: get("wall_s_total"),
+                point_host_s_total: get("point_host_s_total"),
             },
             table,
         )

@@ -299,3 +299,13 @@ fn kib_is_1000_bytes_for_the_cache_chunk_and_the_raid_chunk_alike() {
         assert!(err.contains("did you mean 64k?"), "{args:?}: {err}");
     }
 }
+
+/// An unknown profile is bad input (exit 3) whether it is the device or an
+/// array's member; a name that breaks the grammar is a usage error (exit 2).
+#[test]
+fn an_unknown_profile_is_bad_input_in_an_array_too() {
+    for (device, want) in [("zn541", 3), ("raid:5xzn541", 3), ("raid:5x", 2)] {
+        let o = zns(&["cache", "run", "--device", device, "--requests", "10"]);
+        assert_eq!(code(&o), want, "{device}: {}", text(&o.stderr));
+    }
+}

@@ -694,6 +694,22 @@ fn zone_open_on_an_image_says_the_open_does_not_last() {
     assert!(stderr(&o).contains("keeps no open zone"), "{}", stderr(&o));
     let o = zns(&["zone", "report", img, "--count", "1"]);
     assert!(stdout(&o).contains("EMPTY"), "{}", stdout(&o));
+    // the state filter takes the report's own spelling, in any case
+    for state in ["EMPTY", "empty", "Empty"] {
+        let o = zns(&["zone", "report", img, "--count", "1", "--state", state]);
+        assert_eq!(code(&o), 0, "{state}: {}", stderr(&o));
+        assert!(stdout(&o).contains("EMPTY"), "{}", stdout(&o));
+    }
+    let o = zns(&["zone", "report", img, "--state", "IMP_OPENED"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    // a profile's name where the image belongs: how to make one
+    let o = zns(&["zone", "report", "zn540"]);
+    assert_eq!(code(&o), 4, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("zns create --profile zn540"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 /// `zns bench -` reads the job file on stdin, and `--output-format=json,normal`
@@ -724,4 +740,30 @@ fn a_job_file_on_stdin_and_two_output_formats() {
         .expect("a JSON document first")
         .unwrap();
     assert_eq!(json["jobs"][0]["jobname"], "w");
+}
+
+/// An image another process holds is exit 4 for every command (`bench`
+/// included), as docs/cli.md says: the OS's refusal, not bad input.
+#[test]
+fn an_image_in_use_is_exit_4_everywhere() {
+    use std::os::fd::AsRawFd;
+    let dir = tempfile::tempdir().unwrap();
+    let img = dir.path().join("lock.img");
+    let img = img.to_str().unwrap();
+    assert_eq!(code(&zns(&["create", "--profile", "tiny", img])), 0);
+    let held = std::fs::File::open(img).unwrap();
+    // SAFETY: flock on a descriptor this test owns (the image's own lock)
+    assert_eq!(
+        unsafe { libc::flock(held.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) },
+        0
+    );
+    let file = format!("--filename={img}");
+    for args in [
+        &["bench", "--name=w", &file, "--rw=read", "--size=1z"][..],
+        &["zone", "report", img],
+    ] {
+        let o = zns(args);
+        assert_eq!(code(&o), 4, "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("in use"), "{}", stderr(&o));
+    }
 }

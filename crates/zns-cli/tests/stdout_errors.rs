@@ -43,6 +43,10 @@ fn a_full_stdout_is_exit_4_with_a_message_for_every_kind_of_output() {
             "--size=1z",
         ],
         &["probe", "--profile", "tiny", "--json"],
+        // clap's own outputs go through the same check
+        &["--help"],
+        &["--version"],
+        &["zone", "--help"],
     ];
     for args in cases {
         let (code, stderr) = zns_to_dev_full(args);

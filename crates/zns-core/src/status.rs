@@ -161,6 +161,57 @@ impl NvmeStatus {
     }
 }
 
+/// Linux's errno numbers (asm-generic/errno.h, the same on every Linux
+/// architecture this project builds for), named for [`NvmeStatus::linux_errno`]
+/// so that the table needs no `libc` and no Linux host.
+mod linux_errno {
+    pub const EIO: i32 = 5;
+    pub const ENODATA: i32 = 61;
+    pub const ENOLINK: i32 = 67;
+    pub const EOVERFLOW: i32 = 75;
+    pub const EOPNOTSUPP: i32 = 95;
+    pub const ETOOMANYREFS: i32 = 109;
+    pub const EREMOTEIO: i32 = 121;
+}
+
+impl NvmeStatus {
+    /// The errno a Linux program sees for a command that failed with this
+    /// status on an NVMe drive: the NVMe driver's `nvme_error_status()`
+    /// composed with the block layer's `blk_status_t` to errno table
+    /// (`blk_errors`, block/blk-core.c). Zone resource limits keep their
+    /// own codes (`ETOOMANYREFS`, `EOVERFLOW`); every other zoned status is
+    /// a plain `EIO`. fio's `error=` (zns-bench) and the served devices'
+    /// failed requests (zns-serve, zns-fio) use it.
+    pub fn linux_errno(self) -> i32 {
+        use linux_errno::*;
+        use NvmeStatus::*;
+        match self {
+            // BLK_STS_NOTSUPP
+            InvalidOpcode | InvalidField | InvalidNamespace => EOPNOTSUPP,
+            // BLK_STS_TARGET
+            LbaOutOfRange | NamespaceNotReady => EREMOTEIO,
+            // BLK_STS_MEDIUM
+            WriteFault | UnrecoveredReadError => ENODATA,
+            // BLK_STS_TRANSPORT
+            HostPathingError => ENOLINK,
+            // BLK_STS_ZONE_ACTIVE_RESOURCE / BLK_STS_ZONE_OPEN_RESOURCE
+            TooManyActiveZones => EOVERFLOW,
+            TooManyOpenZones => ETOOMANYREFS,
+            // BLK_STS_IOERR (the driver's default)
+            AbortedPowerLoss
+            | InternalError
+            | InvalidZoneOperation
+            | ZrwaResourcesUnavailable
+            | ZoneBoundaryError
+            | ZoneIsFull
+            | ZoneIsReadOnly
+            | ZoneIsOffline
+            | ZoneInvalidWrite
+            | InvalidZoneStateTransition => EIO,
+        }
+    }
+}
+
 impl std::fmt::Display for NvmeStatus {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(

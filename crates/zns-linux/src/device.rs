@@ -14,7 +14,12 @@
 //!   11h), offline, and any select-all action: NVMe passthrough
 //!   (`NVME_IOCTL_IO64_CMD`) on the same file descriptor, which returns the
 //!   device's own status;
-//! - flush: `fdatasync`.
+//! - flush: `fdatasync`;
+//! - a write the block layer refuses (`EIO`) in a zone that holds a ZRWA:
+//!   again through passthrough. Linux >= 6.10's zone write plugging lets
+//!   only writes at the write pointer it tracks through the block device,
+//!   so the ZRWA's writes behind it (an overwrite, the lower half after the
+//!   upper) never reach the drive that way.
 //!
 //! The kernel turns most NVMe errors of the block path into `EIO`; to give
 //! back the status a controller would post, a failed write or zone command
@@ -474,40 +479,14 @@ pub fn status_from_passthru(ret: i32) -> NvmeStatus {
 }
 
 /// The errno (positive) a Linux program sees when an NVMe namespace fails
-/// a block-layer request with `status`: the NVMe driver's status to
-/// `blk_status_t` translation (`nvme_error_status`, drivers/nvme/host/core.c)
-/// composed with the block layer's `blk_status_t` to errno table
-/// (`blk_errors`, block/blk-core.c). A ublk server returns this so that a
-/// served device fails requests as an NVMe drive would; zone resource
-/// limits keep their own codes (`ETOOMANYREFS`, `EOVERFLOW`), every other
-/// zoned status is a plain `EIO`.
+/// a block-layer request with `status` ([`NvmeStatus::linux_errno`], where
+/// the table is, with the driver and block-layer sources it follows). A
+/// ublk server returns this so that a served device fails requests as an
+/// NVMe drive would.
 pub fn errno_for_status(status: NvmeStatus) -> i32 {
-    match status {
-        // BLK_STS_NOTSUPP
-        NvmeStatus::InvalidOpcode | NvmeStatus::InvalidField | NvmeStatus::InvalidNamespace => {
-            libc::EOPNOTSUPP
-        }
-        // BLK_STS_TARGET
-        NvmeStatus::LbaOutOfRange | NvmeStatus::NamespaceNotReady => libc::EREMOTEIO,
-        // BLK_STS_MEDIUM
-        NvmeStatus::WriteFault | NvmeStatus::UnrecoveredReadError => libc::ENODATA,
-        // BLK_STS_TRANSPORT
-        NvmeStatus::HostPathingError => libc::ENOLINK,
-        // BLK_STS_ZONE_ACTIVE_RESOURCE / BLK_STS_ZONE_OPEN_RESOURCE
-        NvmeStatus::TooManyActiveZones => libc::EOVERFLOW,
-        NvmeStatus::TooManyOpenZones => libc::ETOOMANYREFS,
-        // BLK_STS_IOERR (the driver's default)
-        NvmeStatus::AbortedPowerLoss
-        | NvmeStatus::InternalError
-        | NvmeStatus::InvalidZoneOperation
-        | NvmeStatus::ZrwaResourcesUnavailable
-        | NvmeStatus::ZoneBoundaryError
-        | NvmeStatus::ZoneIsFull
-        | NvmeStatus::ZoneIsReadOnly
-        | NvmeStatus::ZoneIsOffline
-        | NvmeStatus::ZoneInvalidWrite
-        | NvmeStatus::InvalidZoneStateTransition => libc::EIO,
-    }
+    // the table lives with the statuses (no libc, any host); the tests
+    // below check its numbers against this platform's libc
+    status.linux_errno()
 }
 
 /// The status of a failed system call that names no NVMe status.
@@ -853,6 +832,10 @@ impl Inner {
                 }
                 let nlb = (len - done) as u64 / self.lba_bytes;
                 let at = slba + done as u64 / self.lba_bytes;
+                let zslba = at - at % self.zone_size_lbas;
+                if self.zrwa_size_lbas > 0 && self.zone_has_zrwa(zslba) == Some(true) {
+                    return self.write_passthru(at, &buf.as_slice()[done..], fua);
+                }
                 let status = self
                     .report_one(at)
                     .map(|z| {
@@ -874,6 +857,23 @@ impl Inner {
             done += r as usize;
         }
         Ok(())
+    }
+
+    /// An NVMe Write of `data` (whole LBAs, a slice of an aligned buffer)
+    /// at `slba` through passthrough: the device's own status.
+    fn write_passthru(&self, slba: u64, data: &[u8], fua: bool) -> Result<(), NvmeError> {
+        let nlb = data.len() as u64 / self.lba_bytes;
+        let mut cmd = sys::NvmePassthruCmd64 {
+            opcode: sys::NVME_CMD_WRITE,
+            addr: data.as_ptr() as u64,
+            data_len: data.len() as u32,
+            cdw10: slba as u32,
+            cdw11: (slba >> 32) as u32,
+            // NLB is 0's based; bit 30 is FUA
+            cdw12: (nlb - 1) as u32 | if fua { 1 << 30 } else { 0 },
+            ..Default::default()
+        };
+        self.passthru_io(&mut cmd).map(|_| ())
     }
 
     fn append_blocking(&self, zslba: u64, buf: &AlignedBuf, fua: bool) -> Result<u64, NvmeError> {

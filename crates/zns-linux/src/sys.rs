@@ -194,6 +194,7 @@ pub const BLK_ZONE_COND_OFFLINE: u8 = 0xF;
 
 // NVMe opcodes.
 pub const NVME_ADMIN_IDENTIFY: u8 = 0x06;
+pub const NVME_CMD_WRITE: u8 = 0x01;
 pub const NVME_CMD_ZONE_MGMT_SEND: u8 = 0x79;
 pub const NVME_CMD_ZONE_APPEND: u8 = 0x7D;
 pub const NVME_CMD_ZONE_MGMT_RECV: u8 = 0x7A;

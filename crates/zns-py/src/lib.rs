@@ -22,14 +22,16 @@ use zns_sim::Runtime;
 use zns_sweep::local::{self, Options};
 use zns_sweep::{RunKind, Sweep};
 
+// declared in `znskit` (their __module__), where users catch them: tracebacks
+// and pickles (Ray) name znskit.ZnsError, not the native module
 create_exception!(
-    _native,
+    znskit,
     ZnsError,
     PyException,
     "A znskit error: bad input (job, parameters, sweep file) or a failed run."
 );
 create_exception!(
-    _native,
+    znskit,
     NvmeError,
     ZnsError,
     "A command the device rejected; `status`, `sct`, `sc`, `injected` say how."
@@ -358,6 +360,19 @@ impl Device {
         Ok(zone * c.zone_size_lbas)
     }
 
+    /// The zone a close/finish/reset names: `zone`, or all of them (its
+    /// start LBA is then 0); neither or both is an error, not zone 0.
+    fn zone_or_all(&self, what: &str, zone: Option<u64>, all: bool) -> PyResult<u64> {
+        match (zone, all) {
+            (Some(z), false) => self.zslba(z),
+            (None, true) => Ok(0),
+            (Some(_), true) => Err(zns_err(format!("{what}: a zone or all=True, not both"))),
+            (None, false) => Err(zns_err(format!(
+                "{what}: which zone? give zone=N, or all=True for every zone"
+            ))),
+        }
+    }
+
     fn send(&mut self, py: Python<'_>, action: ZoneAction, slba: u64, all: bool) -> PyResult<u64> {
         let cmd = ZoneSendCmd {
             action,
@@ -428,8 +443,9 @@ impl Device {
         Ok(d)
     }
 
-    /// The zones (all, or `count` from `zone`): dicts of zone, state,
-    /// start_lba, capacity_lbas, write_pointer.
+    /// The zones (all, or `count` from `zone`): dicts with the fields of
+    /// `zns zone report --json` (nvme-cli's report-zones: slba, wp, cap,
+    /// state as `EMPTY`, `IMP_OPENED`, …) and the zone's index, zone.
     #[pyo3(signature = (zone = 0, count = None))]
     fn report_zones<'py>(
         &mut self,
@@ -453,10 +469,10 @@ impl Device {
             .map(|z| {
                 let d = PyDict::new(py);
                 d.set_item("zone", z.start_lba / c.zone_size_lbas.max(1))?;
-                d.set_item("state", format!("{:?}", z.state))?;
-                d.set_item("start_lba", z.start_lba)?;
-                d.set_item("capacity_lbas", z.capacity_lbas)?;
-                d.set_item("write_pointer", z.write_pointer)?;
+                d.set_item("slba", z.start_lba)?;
+                d.set_item("wp", z.write_pointer)?;
+                d.set_item("cap", z.capacity_lbas)?;
+                d.set_item("state", z.state.nvme_cli_name())?;
                 Ok(d)
             })
             .collect()
@@ -523,24 +539,24 @@ impl Device {
         self.send(py, ZoneAction::Open { zrwa }, s, false)
     }
 
-    /// Closes zone `zone` (every zone with `all`).
-    #[pyo3(signature = (zone = 0, all = false))]
-    fn close(&mut self, py: Python<'_>, zone: u64, all: bool) -> PyResult<u64> {
-        let s = self.zslba(zone)?;
+    /// Closes zone `zone`, or every zone with `all=True` (one of the two).
+    #[pyo3(signature = (zone = None, all = false))]
+    fn close(&mut self, py: Python<'_>, zone: Option<u64>, all: bool) -> PyResult<u64> {
+        let s = self.zone_or_all("close", zone, all)?;
         self.send(py, ZoneAction::Close, s, all)
     }
 
-    /// Finishes zone `zone` (every zone with `all`).
-    #[pyo3(signature = (zone = 0, all = false))]
-    fn finish(&mut self, py: Python<'_>, zone: u64, all: bool) -> PyResult<u64> {
-        let s = self.zslba(zone)?;
+    /// Finishes zone `zone`, or every zone with `all=True` (one of the two).
+    #[pyo3(signature = (zone = None, all = false))]
+    fn finish(&mut self, py: Python<'_>, zone: Option<u64>, all: bool) -> PyResult<u64> {
+        let s = self.zone_or_all("finish", zone, all)?;
         self.send(py, ZoneAction::Finish, s, all)
     }
 
-    /// Resets zone `zone` (every zone with `all`).
-    #[pyo3(signature = (zone = 0, all = false))]
-    fn reset(&mut self, py: Python<'_>, zone: u64, all: bool) -> PyResult<u64> {
-        let s = self.zslba(zone)?;
+    /// Resets zone `zone`, or every zone with `all=True` (one of the two).
+    #[pyo3(signature = (zone = None, all = false))]
+    fn reset(&mut self, py: Python<'_>, zone: Option<u64>, all: bool) -> PyResult<u64> {
+        let s = self.zone_or_all("reset", zone, all)?;
         self.send(py, ZoneAction::Reset, s, all)
     }
 

@@ -289,31 +289,20 @@ impl CrashShape {
             Ok(_) => return Ok(()),
             Err(e) => e,
         };
-        let kib = |lbas: u64| lbas * u64::from(member.lba_bytes) / 1024;
-        let on = &self.profile.name;
-        let (param, value, problem) = match e {
-            RaidError::TooFewMembers { .. } => ("members", self.members.to_string(), e.to_string()),
-            RaidError::ChunkTooSmall { fg_lbas, .. } => (
-                "chunk_kib",
-                self.chunk_kib.to_string(),
-                format!(
-                    "the chunk must be a multiple of 2 × ZRWAFG = {} KiB on profile {on} (write pointers advance by half chunks)",
-                    kib(2 * fg_lbas)
-                ),
-            ),
-            RaidError::ChunkTooLarge { zrwa_lbas, .. } => (
-                "chunk_kib",
-                self.chunk_kib.to_string(),
-                format!(
-                    "the chunk must be at most half the ZRWA = {} KiB on profile {on} (a chunk and its partial parity must both fit)",
-                    kib(zrwa_lbas / 2)
-                ),
-            ),
-            RaidError::ChunkOverLimit { .. } | RaidError::ZoneTooSmall { .. } => {
-                ("chunk_kib", self.chunk_kib.to_string(), e.to_string())
-            }
-            _ => ("profile", on.clone(), e.to_string()),
+        let param = match e {
+            RaidError::TooFewMembers { .. } => "members",
+            RaidError::ChunkTooSmall { .. }
+            | RaidError::ChunkTooLarge { .. }
+            | RaidError::ChunkOverLimit { .. }
+            | RaidError::ZoneTooSmall { .. } => "chunk_kib",
+            _ => "profile",
         };
+        let value = match param {
+            "members" => self.members.to_string(),
+            "chunk_kib" => self.chunk_kib.to_string(),
+            _ => self.profile.name.clone(),
+        };
+        let problem = format!("{e} (members: profile {})", self.profile.name);
         Err(ShapeError {
             param,
             value,

@@ -260,6 +260,26 @@ impl Default for RaidOptions {
     }
 }
 
+/// `lbas` blocks of `lba_bytes` as a size a user reads: `32 KiB`, or bytes.
+fn size_text(lbas: u64, lba_bytes: u64) -> String {
+    let bytes = lbas.saturating_mul(lba_bytes);
+    if bytes % 1024 == 0 {
+        format!("{} KiB", bytes / 1024)
+    } else {
+        format!("{bytes} bytes")
+    }
+}
+
+/// The same size as the `chunk=` option takes it (`32k`, or bytes).
+fn size_arg(lbas: u64, lba_bytes: u64) -> String {
+    let bytes = lbas.saturating_mul(lba_bytes);
+    if bytes % 1024 == 0 {
+        format!("{}k", bytes / 1024)
+    } else {
+        bytes.to_string()
+    }
+}
+
 /// Why an array could not be built, opened or rebuilt.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -272,12 +292,20 @@ pub enum RaidError {
     NoZrwa,
     #[error("chunk of {chunk_bytes} bytes is not a whole number of {lba_bytes}-byte blocks")]
     ChunkNotBlocks { chunk_bytes: u64, lba_bytes: u64 },
-    #[error("chunk of {chunk_lbas} LBAs must be a non-zero multiple of 2 × ZRWAFG = {} LBAs (write pointers advance by half chunks)", 2 * .fg_lbas)]
-    ChunkTooSmall { chunk_lbas: u64, fg_lbas: u64 },
+    #[error("chunk of {} ({chunk_lbas} LBAs) must be a non-zero multiple of 2 × ZRWAFG = {} (write pointers advance by half chunks)", size_text(*.chunk_lbas, *.lba_bytes), size_text(2 * *.fg_lbas, *.lba_bytes))]
+    ChunkTooSmall {
+        chunk_lbas: u64,
+        fg_lbas: u64,
+        lba_bytes: u64,
+    },
     #[error("ZRWA of {zrwa_lbas} LBAs is smaller than 4 × ZRWAFG = {} LBAs (a chunk of at least 2 × ZRWAFG and its partial parity must both fit)", 4 * .fg_lbas)]
     ZrwaTooSmall { zrwa_lbas: u64, fg_lbas: u64 },
-    #[error("chunk of {chunk_lbas} LBAs is larger than half the ZRWA ({zrwa_lbas} LBAs): a chunk and its partial parity must both fit in the ZRWA")]
-    ChunkTooLarge { chunk_lbas: u64, zrwa_lbas: u64 },
+    #[error("chunk of {} ({chunk_lbas} LBAs) is larger than half the ZRWA = {}: a chunk and its partial parity must both fit in the ZRWA (chunk={} or less)", size_text(*.chunk_lbas, *.lba_bytes), size_text(*.zrwa_lbas / 2, *.lba_bytes), size_arg(*.zrwa_lbas / 2, *.lba_bytes))]
+    ChunkTooLarge {
+        chunk_lbas: u64,
+        zrwa_lbas: u64,
+        lba_bytes: u64,
+    },
     #[error("chunk of {chunk_lbas} LBAs exceeds the members' {what} of {limit_lbas} LBAs")]
     ChunkOverLimit {
         chunk_lbas: u64,

@@ -103,12 +103,14 @@ pub(crate) fn plan(
         return Err(RaidError::ChunkTooSmall {
             chunk_lbas: c,
             fg_lbas: fg,
+            lba_bytes: lba,
         });
     }
     if 2 * c > zrwa.size_lbas {
         return Err(RaidError::ChunkTooLarge {
             chunk_lbas: c,
             zrwa_lbas: zrwa.size_lbas,
+            lba_bytes: lba,
         });
     }
     if c > m0.max_transfer_lbas as u64 {

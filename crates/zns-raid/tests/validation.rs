@@ -62,7 +62,8 @@ fn chunk_not_twice_the_flush_granularity() {
             e,
             RaidError::ChunkTooSmall {
                 chunk_lbas: 4,
-                fg_lbas: 4
+                fg_lbas: 4,
+                ..
             }
         ),
         "{e}"
@@ -93,6 +94,13 @@ fn zrwa_smaller_than_four_flush_granules() {
 fn chunk_larger_than_half_the_zrwa() {
     let e = err(&tiny_keep(), 3, 64);
     assert!(matches!(e, RaidError::ChunkTooLarge { .. }), "{e}");
+    // in the sizes the user wrote, with the largest that fits
+    assert!(
+        e.to_string().contains("64 KiB")
+            && e.to_string().contains("half the ZRWA = 32 KiB")
+            && e.to_string().contains("chunk=32k"),
+        "{e}"
+    );
 }
 
 #[test]

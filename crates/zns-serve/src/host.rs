@@ -188,6 +188,55 @@ impl Link {
     }
 }
 
+impl Link {
+    /// Runs `work` on the device, on the runtime's thread: `work` gets the
+    /// device and returns the future to run there (for front ends that
+    /// speak the device's own commands, as the NVMe/TCP target does);
+    /// `done` gets its output, or `None` when the runtime never ran it (it
+    /// has stopped). Not counted in the ublk request counts.
+    pub fn run<W, F, D>(&self, work: W, done: D)
+    where
+        W: FnOnce(Target) -> F + Send + 'static,
+        F: std::future::Future + 'static,
+        D: FnOnce(Option<F::Output>) + Send + 'static,
+    {
+        let done = OnceOrNone(Some(done), std::marker::PhantomData);
+        let Some(remote) = &self.remote else {
+            return; // `done` gets None as it drops
+        };
+        let index = self.index;
+        remote.spawn(move |h: &Handle| {
+            let Some(dev) = SERVED.with(|s| s.borrow().get(index).cloned()) else {
+                return;
+            };
+            drop(h.spawn(async move {
+                let out = work(dev).await;
+                done.complete(out);
+            }));
+        });
+    }
+}
+
+/// [`Link::run`]'s callback: called once with the output, or with `None`
+/// when dropped uncalled.
+struct OnceOrNone<T, D: FnOnce(Option<T>)>(Option<D>, std::marker::PhantomData<fn(T)>);
+
+impl<T, D: FnOnce(Option<T>)> OnceOrNone<T, D> {
+    fn complete(mut self, out: T) {
+        if let Some(done) = self.0.take() {
+            done(Some(out));
+        }
+    }
+}
+
+impl<T, D: FnOnce(Option<T>)> Drop for OnceOrNone<T, D> {
+    fn drop(&mut self) {
+        if let Some(done) = self.0.take() {
+            done(None);
+        }
+    }
+}
+
 /// A request's completion callback that runs once whatever happens: when
 /// it is dropped uncalled (the closure carrying it was dropped by a stopped
 /// runtime, or the device is gone) it reports ENODEV, so the queue's tag

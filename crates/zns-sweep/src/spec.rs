@@ -125,9 +125,16 @@ impl Sweep {
             file: file.to_string(),
             msg,
         };
-        let table: toml::Table = text
-            .parse()
-            .map_err(|e: toml::de::Error| bad(e.message().trim().to_string()))?;
+        let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+            // where: line and column (1-based) of the error's start
+            let at = e.span().map(|r| {
+                let before = &text[..r.start.min(text.len())];
+                let line = before.matches('\n').count() + 1;
+                let col = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+                format!("line {line}, column {col}: ")
+            });
+            bad(format!("{}{}", at.unwrap_or_default(), e.message().trim()))
+        })?;
         for key in table.keys() {
             if ![
                 "run",

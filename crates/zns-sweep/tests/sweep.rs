@@ -46,6 +46,9 @@ fn bad_sweep_files_say_what_is_wrong() {
         spec_error("run = [").len() > 3,
         "TOML syntax errors are spec errors"
     );
+    // and say where
+    let e = spec_error("run = \"crashtest\"\n[grid\nqd = [1]\n");
+    assert!(e.starts_with("line 2, column "), "{e}");
 }
 
 #[test]
@@ -192,6 +195,9 @@ fn a_stopped_sweep_keeps_its_records_and_resume_runs_the_rest() {
     assert!(e.to_string().contains("--resume"), "{e}");
     let (sum, _) = local::run(&s, &out, &opts(2, true), &NO_CLOCK, &mut |_, _, _| {}).unwrap();
     assert_eq!((sum.ran, sum.skipped, sum.points), (8 - ran, ran, 8));
+    // a resume of a finished sweep keeps the totals of the runs before it
+    let (again, _) = local::run(&s, &out, &opts(2, true), &NO_CLOCK, &mut |_, _, _| {}).unwrap();
+    assert_eq!((again.ran, again.ran_total), (0, sum.ran_total));
 }
 
 #[test]

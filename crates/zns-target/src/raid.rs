@@ -251,8 +251,15 @@ impl std::str::FromStr for RaidSpec {
                 }
                 _ => (1, item),
             };
-            if count == 0 || count > 64 || name.is_empty() {
-                return Err(spec(format!("{item}: expected NxDEVICE with 1 ≤ N ≤ 64")));
+            if name.is_empty() {
+                return Err(spec(format!(
+                    "{item}: no device after the count (e.g. 5xzn540: five zn540 members; RAID-5 needs at least 3)"
+                )));
+            }
+            if count == 0 || count > 64 {
+                return Err(spec(format!(
+                    "{item}: expected NxDEVICE with 1 ≤ N ≤ 64 (an array has 3 to 64 members)"
+                )));
             }
             let index = members.len() + images.len();
             if name.starts_with("raid:") {

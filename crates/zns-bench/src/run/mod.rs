@@ -1011,7 +1011,7 @@ impl JobRun {
         };
         let error = match (failed, st.verify_error.take()) {
             (Some(err), _) => Some(JobFailure {
-                errno: zns_linux::errno_for_status(err.status),
+                errno: err.status.linux_errno(),
                 cause: FailureCause::Io(err),
             }),
             (None, Some(first)) => Some(JobFailure {
