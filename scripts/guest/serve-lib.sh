@@ -22,6 +22,10 @@
 #   stop                  SIGTERM to the server: it must exit 0 and remove
 #                         its devices
 #   cleanup               stops a server a failed part left running
+#   guest_share_back      copies /out back to the host's ZNSKIT_GUEST_SHARE
+#                         directory (9p tag znskit-out): call it once, after
+#                         the last measurement (a 9p request completes at a
+#                         host-timed instruction)
 failed=""
 
 uptime_s() {
@@ -143,4 +147,14 @@ stop() {
     for p in $paths; do
         check "$p is gone" test ! -e "$p"
     done
+}
+
+guest_share_back() {
+    mkdir -p /mnt/share
+    mount -t 9p -o trans=virtio,version=9p2000.L,msize=1048576 znskit-out /mnt/share ||
+        { echo "guest_share_back: cannot mount the host's directory (9p znskit-out)"; return 1; }
+    _rc=0
+    cp -a /out/. /mnt/share/ || _rc=$?
+    umount /mnt/share || _rc=$?
+    return $_rc
 }

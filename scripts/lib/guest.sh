@@ -11,7 +11,7 @@
 #                                     sets guest_kver, guest_kroot,
 #                                     guest_vmlinuz
 #   guest_base OUT INIT KROOT KVER MODULE...
-#                                     the cached initramfs base OUT-<key>.cpio.gz
+#                                     the cached initramfs base OUT-<key>.cpio
 #                                     (path on stdout): busybox and its applets,
 #                                     the MODULEs and their dependencies
 #                                     (decompressed, in load order, listed in
@@ -20,8 +20,9 @@
 #                                     as /init; KROOT / for the host's kernels
 #   guest_stage_bin STAGE SRC [DEST]  copies SRC to STAGE/DEST (default: the
 #                                     same path) with every library ldd lists
-#   guest_pack STAGE OUT              STAGE as a gzip'd newc cpio archive
-#   guest_cached_bins OUT FILE...     OUT-<key>.cpio.gz (path on stdout): the
+#   guest_pack STAGE OUT              STAGE as a reproducible newc cpio
+#                                     archive (uncompressed)
+#   guest_cached_bins OUT FILE...     OUT-<key>.cpio (path on stdout): the
 #                                     FILEs at their own paths (a FILE given
 #                                     as SRC=DEST: SRC at DEST) with their
 #                                     libraries, rebuilt only when one of them
@@ -33,13 +34,18 @@
 #                                     version with guest_f2fs_patch, built
 #                                     once into DIR/f2fs-tools-<version>-<key>/;
 #                                     sets guest_f2fs_mkfs, guest_f2fs_fsck
-#   guest_boot LOG LIMIT QEMU_ARG...  boots qemu-system-x86_64 (TCG, 2 CPUs,
-#                                     serial console, no network) for at most
-#                                     LIMIT seconds, console in LOG and every
-#                                     "=== ZNSKIT" line with the host seconds
-#                                     since QEMU started in LOG.times; sets
-#                                     guest_qemu_rc, guest_run_s, guest_boot_s
-#                                     (QEMU start to the first marker)
+#   guest_boot LOG LIMIT QEMU_ARG...  boots qemu-system-x86_64 (TCG, serial
+#                                     console, no network) on the clock
+#                                     $guest_clock (guest_clock_args; default
+#                                     wall) for at most LIMIT seconds, console
+#                                     in LOG and every "=== ZNSKIT" line with
+#                                     the host seconds since QEMU started in
+#                                     LOG.times; sets guest_qemu_rc,
+#                                     guest_run_s, guest_boot_s (QEMU start to
+#                                     the first marker)
+#   guest_clock_args CLOCK            the QEMU arguments of a guest clock, one
+#                                     a line: virtual (the instruction clock:
+#                                     reruns give the same guest) or wall
 #   guest_report LOG                  prints the marker blocks of LOG
 #                                     ("=== ZNSKIT BEGIN name" ... "=== ZNSKIT
 #                                     END name ...", "=== ZNSKIT RESULT ...");
@@ -170,10 +176,10 @@ guest_base() { # OUT INIT KROOT KVER MODULE...
         # the modules' own identity (a kernel rebuilt under the same version)
         echo "$mods" | xargs -r stat -L -c '%s %Y'
     } | sha256sum | cut -c1-16)
-    base="$out-$key.cpio.gz"
+    base="$out-$key.cpio"
     if [ ! -s "$base" ]; then
         guest_log "building the initramfs base ($base)"
-        rm -f "$out"-*.cpio.gz
+        rm -f "$out"-*.cpio
         local stage ko name arg
         stage=$(mktemp -d)
         mkdir -p "$stage"/{bin,sbin,dev,proc,sys,tmp,lib/modules,etc}
@@ -214,7 +220,14 @@ guest_stage_bin() { # STAGE SRC [DEST]
 }
 
 guest_pack() { # STAGE OUT
-    (cd "$1" && find . | cpio -o -H newc --quiet | gzip -1) >"$2.tmp"
+    # the same files give the same bytes (names sorted, one date, no inode
+    # numbers): an initramfs whose size moved with the build's clock gave
+    # the guest another memory size and another boot on the instruction
+    # clock. Not compressed: gunzip cost the guest 2.4 G instructions at
+    # every boot (the null_blk tests' smallest initramfs: 7.59 s of guest
+    # time to the tests gzip'd, 5.23 s not; 20-30 s of TCG).
+    find "$1" -exec touch -h -d @0 {} +
+    (cd "$1" && find . | LC_ALL=C sort | cpio -o -H newc --quiet --reproducible) >"$2.tmp"
     mv "$2.tmp" "$2"
 }
 
@@ -230,9 +243,9 @@ guest_cached_bins() { # OUT FILE|SRC=DEST...
         printf '%s\n' "$@"
         stat -L -c '%n %s %Y' "${files[@]}"
     } | sha256sum | cut -c1-16)
-    if [ ! -s "$out-$key.cpio.gz" ]; then
-        guest_log "packing $# programs and their libraries ($out-$key.cpio.gz)"
-        rm -f "$out"-*.cpio.gz
+    if [ ! -s "$out-$key.cpio" ]; then
+        guest_log "packing $# programs and their libraries ($out-$key.cpio)"
+        rm -f "$out"-*.cpio
         local stage
         stage=$(mktemp -d)
         for f in "$@"; do
@@ -241,10 +254,10 @@ guest_cached_bins() { # OUT FILE|SRC=DEST...
                 *) guest_stage_bin "$stage" "$f" ;;
             esac
         done
-        guest_pack "$stage" "$out-$key.cpio.gz"
+        guest_pack "$stage" "$out-$key.cpio"
         rm -rf "$stage"
     fi
-    echo "$out-$key.cpio.gz"
+    echo "$out-$key.cpio"
 }
 
 # --------------------------------------------------------------- f2fs-tools
@@ -447,15 +460,64 @@ guest_watch() { # T0 TIMES: copies stdin to stdout; marker lines with host secon
     done
 }
 
+# The guest's clock (docs/apps.md, "The guest in virtual time").
+#
+# virtual: QEMU's instruction clock. `-icount shift=0` advances the guest's
+# clocks (TSC, HPET, APIC and PIT timers, the RTC with clock=vm) by 1 ns per
+# executed guest instruction, whatever the host's speed or load;
+# `sleep=off` jumps them to the next timer when the CPU idles, so waiting
+# for an emulated device costs no host time; `align=off` never slows the
+# guest to the host's clock. One vCPU: icount has one instruction counter,
+# which the vCPUs of round-robin TCG take in turn, so a second vCPU adds no
+# CPU time in the guest (two busy vCPUs each run at half the rate:
+# measured, docs/apps.md) and only brings spinning on a lock whose holder
+# waits for its turn. What else made reruns differ, and is fixed here or
+# in the harness:
+# - the RTC: by default the host's date at boot (CLOCK_REALTIME, file
+#   times); a fixed date, advancing with the instruction clock.
+# - the host's randomness in the guest kernel's entropy pool (ASLR, hash
+#   seeds, /dev/urandom): RDRAND/RDSEED off, and the seed QEMU hands the
+#   kernel at boot (setup_data) drawn from `-seed 1`'s generator; the rest
+#   of the pool comes from the (instruction) clock.
+# - the initramfs's bytes (guest_pack makes them reproducible).
+# Not for determinism but for the clock's meaning: no ERMS/FSRM. TCG
+# counts every iteration of a `rep movsb` as an instruction, so with them
+# the kernel's and glibc's copies cost one guest ns per byte (a served
+# 128 KiB write: 567 k instructions in the server); without them they copy
+# 8 or 32 bytes an instruction (216 k), nearer a real CPU's cost.
+# - input read after boot through 9p (its requests complete on host
+#   threads at host-timed instructions): the harness puts what the guest
+#   reads into the initramfs and writes /out back through 9p only after
+#   the last measurement (ZNSKIT_GUEST_SHARE in scripts/serve-guest-test).
+# wall: the host's clock (the guest's CPU as fast as TCG runs it, two
+# vCPUs in two host threads); for a quick functional check.
+guest_clock_args() { # CLOCK
+    case "$1" in
+        virtual)
+            printf '%s\n' -icount shift=0,sleep=off,align=off -smp 1 \
+                -rtc base=2026-01-01T00:00:00,clock=vm -cpu max,-rdrand,-rdseed,-erms,-fsrm \
+                -seed 1
+            ;;
+        wall) printf '%s\n' -smp 2 -cpu max ;;
+        *)
+            guest_log "unknown guest clock '$1' (ZNSKIT_GUEST_CLOCK: virtual or wall)"
+            return 2
+            ;;
+    esac
+}
+
 guest_boot() { # LOG LIMIT QEMU_ARG...
     local log=$1 limit=$2
     shift 2
-    local t0 errexit=0
+    local t0 errexit=0 clock_args
+    clock_args=$(guest_clock_args "${guest_clock:-wall}") || return 2
+    local -a clock=()
+    mapfile -t clock <<<"$clock_args"
     [[ $- == *e* ]] && errexit=1
     t0=$(guest_now)
     set +e
     timeout "$limit" qemu-system-x86_64 \
-        -machine q35 -accel tcg -cpu max -smp 2 \
+        -machine q35 -accel tcg "${clock[@]}" \
         -nographic -no-reboot -nic none -vga none \
         "$@" </dev/null 2>&1 | guest_watch "$t0" "$log.times" >"$log"
     guest_qemu_rc=${PIPESTATUS[0]}

@@ -1,5 +1,5 @@
 //! The check that a speed factor keeps results meaningful (docs/apps.md,
-//! "Measuring in a slow guest"): fio through a served device at `--speed F`
+//! "The guest in virtual time"): fio through a served device at `--speed F`
 //! against `zns bench` running the same jobs on the same device in virtual
 //! time. When the device, not the host (a TCG guest's CPU, the block layer,
 //! ublk, the server), bounds the applications, the served throughput is F

@@ -67,8 +67,8 @@ pub struct ServeArgs {
     /// Pacing: the emulated device runs at F times real time (0.5 = half speed).
     #[arg(long, default_value_t = 1.0, value_name = "F")]
     speed: f64,
-    /// Host stack whose overheads the emulated device adds (spdk, io-uring-none, io-uring-mq-deadline).
-    #[arg(long, default_value = "io-uring-none", value_name = "STACK")]
+    /// Host stack whose overheads the emulated device adds (device: none, as the kernel in front is real; spdk, io-uring-none, io-uring-mq-deadline).
+    #[arg(long, default_value = "device", value_name = "STACK")]
     host_stack: String,
     /// Requests in flight per device (the ublk queue depth).
     #[arg(long, default_value_t = 64, value_name = "N")]

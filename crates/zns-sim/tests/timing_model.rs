@@ -191,6 +191,9 @@ fn host_stack_costs_add_up() {
     // makes 1850 ns through the controller, as the profile's comment says
     assert_eq!(lat[2] - lat[1], 1_450);
     assert_eq!(p.host_mq_deadline_bio_complete_ns, 400);
+    // the device alone: io-uring-none's 1030 ns before and after, no more
+    assert_eq!(HostStack::ALL[3], HostStack::Device);
+    assert_eq!(lat[1] - lat[3], 2_060);
 }
 
 /// A deterministic mixed workload; returns every completion time.

@@ -182,7 +182,7 @@ pub struct FlashArray {
     /// costs.
     sus: Suspend,
     unit_xfer_ns: u64,
-    host: [(u64, u64); 3],
+    host: [(u64, u64); 4],
     ch_rate: Rate,
     conv_rate: Rate,
     zrwa_rate: Rate,
@@ -248,6 +248,7 @@ impl FlashArray {
                 p.host_io_uring_mq_deadline_submit_ns,
                 p.host_io_uring_mq_deadline_complete_ns,
             ),
+            (0, 0),
         ];
         Ok(FlashArray {
             dies: vec![Die::default(); total as usize],
@@ -569,6 +570,7 @@ impl FlashArray {
             HostStack::Spdk => 0,
             HostStack::IoUringNone => 1,
             HostStack::IoUringMqDeadline => 2,
+            HostStack::Device => 3,
         }]
     }
 

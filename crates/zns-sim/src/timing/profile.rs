@@ -25,22 +25,28 @@ pub enum HostStack {
     IoUringNone,
     /// Linux io_uring with the `mq-deadline` scheduler.
     IoUringMqDeadline,
+    /// The device alone, no host stack modelled: for a device behind a real
+    /// host stack that pays its own costs (`zns serve`: the kernel's block
+    /// layer and ublk in front of it; docs/serve.md).
+    Device,
 }
 
 impl HostStack {
     /// Every stack, in the order they are documented.
-    pub const ALL: [HostStack; 3] = [
+    pub const ALL: [HostStack; 4] = [
         HostStack::Spdk,
         HostStack::IoUringNone,
         HostStack::IoUringMqDeadline,
+        HostStack::Device,
     ];
 
     /// Every stack's [`HostStack::name`], in [`HostStack::ALL`]'s order
     /// (option tables and help texts list them from here).
-    pub const NAMES: [&'static str; 3] = [
+    pub const NAMES: [&'static str; 4] = [
         HostStack::ALL[0].name(),
         HostStack::ALL[1].name(),
         HostStack::ALL[2].name(),
+        HostStack::ALL[3].name(),
     ];
 
     /// The name used in TOML files and on the command line.
@@ -49,6 +55,7 @@ impl HostStack {
             HostStack::Spdk => "spdk",
             HostStack::IoUringNone => "io-uring-none",
             HostStack::IoUringMqDeadline => "io-uring-mq-deadline",
+            HostStack::Device => "device",
         }
     }
 }
@@ -453,6 +460,7 @@ impl TimingProfile {
                 .host_io_uring_mq_deadline_read_submit_ns
                 .unwrap_or(self.host_io_uring_mq_deadline_submit_ns),
             HostStack::IoUringMqDeadline => self.host_io_uring_mq_deadline_submit_ns,
+            HostStack::Device => 0,
         }
     }
 
