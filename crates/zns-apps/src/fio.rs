@@ -8,6 +8,7 @@
 //! dies, and their figures mean nothing.
 
 use std::path::Path;
+use std::process::{Child, Command, Stdio};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -47,6 +48,48 @@ pub fn run_fio(job_file: &Path, env: &[(&str, &str)]) -> Result<(FioResult, Valu
         what,
     })?;
     Ok((r, doc))
+}
+
+/// fio started with `args` in the background (stdin closed, its JSON
+/// report into the file `report`), to run until [`stop_background`].
+pub fn spawn_background(args: &[String], report: &Path) -> Result<Child, AppError> {
+    let file = std::fs::File::create(report).map_err(AppError::file(report))?;
+    Command::new("fio")
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(file)
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|source| AppError::Spawn {
+            program: "fio".into(),
+            source,
+        })
+}
+
+/// Stops a [`spawn_background`] fio (SIGINT: fio reports what it did) and
+/// reads its report from `report`; errors name the run as `label`.
+pub fn stop_background(
+    mut child: Child,
+    report: &Path,
+    label: &str,
+) -> Result<FioResult, AppError> {
+    // SAFETY: kill signals our own child, not yet waited for.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let _ = child.wait();
+    let text = std::fs::read_to_string(report)
+        .map_err(|e| AppError::Io(format!("{}: {e}", report.display())))?;
+    let start = text.find('{').ok_or_else(|| AppError::Report {
+        program: label.into(),
+        what: format!("no JSON report in {}", report.display()),
+    })?;
+    let doc: Value = serde_json::from_str(&text[start..]).map_err(|e| AppError::Report {
+        program: label.into(),
+        what: format!("{}: {e}", report.display()),
+    })?;
+    summarize(&doc).map_err(|what| AppError::Report {
+        program: label.into(),
+        what,
+    })
 }
 
 /// Raises this process's soft limit of open files to its hard limit (fio

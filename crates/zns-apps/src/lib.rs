@@ -12,26 +12,29 @@
 //! - `mount`: a file system made and mounted on served devices (unmounted
 //!   on drop);
 //! - `dbbench`: `db_bench` runs and the figures in its report;
-//! - `dbcheck`: the method check against the drive's measured db_bench;
-//! - `fio`: fio runs (job files with variables) and their JSON report;
+//! - `fio`: fio runs (job files with variables, or in the background until
+//!   stopped) and their JSON report;
+//! - `host`: what the kernel says of a served device (sectors, space,
+//!   zones);
 //! - `experiment`: one run — serve, F2FS, a workload, the counters;
 //! - `outfiles`: an experiment's output files and the repetitions' spread;
 //! - `calibrate`: fio through a served device against `zns bench`, the
 //!   check that a speed factor leaves the device the bottleneck;
-//! - `zraid`: the ZRAID paper's Fig. 9, Fig. 10 and §6.4 statistics;
-//! - `study`: the ZNS integration study's integration levels and two
-//!   tenants (docs/zns-study.md).
+//! - `guest`: the ublk guest under QEMU (`scripts/serve-guest-test`) that
+//!   runs them where this host cannot serve ublk devices.
+//!
+//! The papers' application experiments built from these (the ZRAID
+//! paper's Fig. 9 and 10, the ZNS integration study) live in zns-repro.
 
 pub mod calibrate;
 pub mod dbbench;
-pub mod dbcheck;
 pub mod experiment;
 pub mod fio;
+pub mod guest;
+pub mod host;
 pub mod mount;
 pub mod outfiles;
 pub mod served;
-pub mod study;
-pub mod zraid;
 
 /// Why an application step failed.
 #[derive(Debug, thiserror::Error)]

@@ -3,17 +3,14 @@
 //! zonemode=zbd semantics, virtual-time execution against any device
 //! zns-target opens (`run`), fio-style text and JSON output (`text`,
 //! `fio_json`, and fio's per-I/O log files in `iolog`), fio's `verify=`
-//! (`verify`), the fidelity suite against the ZN540's published figures
-//! (`fidelity`, `plot`) and the ZRAID paper's emulated figures
-//! (`repro_zraid`).
+//! (`verify`). The paper reproductions that drive it (the fidelity suite,
+//! the ZRAID paper's emulated figures) live a floor above, in zns-repro.
 
-pub mod fidelity;
 pub mod fio_json;
 pub mod iolog;
 pub mod job;
 pub mod jobtext;
 pub mod randmap;
-pub mod repro_zraid;
 pub mod run;
 pub mod stats;
 pub mod text;

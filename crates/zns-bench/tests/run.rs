@@ -513,8 +513,8 @@ fn untimed_jobs_precondition_an_ftl_drive_in_no_time() {
 /// reads in flight get several times what one gets.
 #[test]
 fn large_reads_next_to_saturating_zone_writers_share_the_front_end_per_command() {
-    let path =
-        zns_bench::fidelity::default_experiments_dir().join("large-reads-under-zone-writers.fio");
+    let path = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../experiments"))
+        .join("large-reads-under-zone-writers.fio");
     let text = std::fs::read_to_string(&path).unwrap();
     let specs = parse_job_file(&text, "large-reads-under-zone-writers.fio")
         .unwrap_or_else(|e| panic!("{e}"));

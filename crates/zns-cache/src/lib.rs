@@ -9,8 +9,8 @@
 //! latency model of the paper's appendix A, YCSB Zipfian and uniform
 //! workload generators with ZNCache's binary workload files and text
 //! traces, the metrics (hit ratio, latency percentiles, throughput, host and
-//! device WAF, free zones; CSV time series, PNG plots) and the paper's
-//! experiments (`repro`). The device itself (a profile's namespace or a RAID
+//! device WAF, free zones; CSV time series, PNG plots). The paper's
+//! experiments live a floor above, in zns-repro (`zncache`). The device itself (a profile's namespace or a RAID
 //! array) is named and opened by zns-target; the cache wraps it in its
 //! backend. Everything runs on the zns-sim runtime in virtual time; see
 //! docs/zncache.md.
@@ -21,11 +21,9 @@ pub mod error;
 mod keymap;
 mod lru;
 pub mod metrics;
-pub mod paper;
 pub mod plot;
 pub mod remote;
 pub mod report;
-pub mod repro;
 pub mod run;
 pub mod units;
 pub mod workload;

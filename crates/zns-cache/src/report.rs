@@ -122,7 +122,8 @@ pub fn samples_csv(r: &RunReport) -> String {
     s
 }
 
-pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<(), CacheError> {
+/// Writes `bytes` to `path`; a `CacheError::File` naming it.
+pub fn write_file(path: &Path, bytes: &[u8]) -> Result<(), CacheError> {
     std::fs::write(path, bytes).map_err(|e| CacheError::File {
         path: path.display().to_string(),
         message: e.to_string(),

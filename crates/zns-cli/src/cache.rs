@@ -1,12 +1,12 @@
-//! `zns cache run`, `zns cache gen-workload` and `zns repro zncache`: thin
-//! wrappers over zns-cache (ZNCache over an emulated device, its workloads,
-//! the paper's experiments; docs/zncache.md).
+//! `zns cache run` and `zns cache gen-workload`: thin wrappers over
+//! zns-cache (ZNCache over an emulated device and its workloads;
+//! docs/zncache.md). The paper's experiments are `zns repro zncache`
+//! (repro.rs).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
-use zns_cache::repro::{self, ReproOptions, Scale};
 use zns_cache::units::parse_duration_ns;
 use zns_cache::{
     CacheConfig, CacheError, Distribution, FetchOrder, Policy, Precondition, RemoteLatency,
@@ -57,15 +57,6 @@ Examples:
 Exit codes: 0 ok; 2 wrong arguments; 3 a bad profile; 4 the file could not
 be written.";
 
-pub const REPRO_ZNCACHE_HELP: &str = "\
-Examples:
-  zns repro zncache --quick                     every experiment, tiny (about a minute)
-  zns repro zncache --exp b,d --out figs/       (b) and (d) at the documented scale: CSV, PNG, summary
-  zns repro zncache --exp c --json              the GC experiment's results as JSON
-
-Exit codes: 0 ok; 1 a run failed; 2 wrong arguments; 4 --out cannot be
-written (checked before anything runs).";
-
 #[derive(Subcommand)]
 pub enum CacheCommand {
     /// Run ZNCache over an emulated device with a generated workload, a workload file or a trace.
@@ -74,17 +65,6 @@ pub enum CacheCommand {
     /// Write a ZNCache workload file (little-endian u32 chunk ids) for a cache size and ratio.
     #[command(after_help = GEN_WORKLOAD_HELP)]
     GenWorkload(GenArgs),
-}
-
-#[derive(Subcommand)]
-pub enum ReproCommand {
-    /// ZNCache (zncache-2025): (a) 512 MiB chunks ZNS vs block, (b) 64 KiB chunks, (c) the GC experiment, (d) ZPLRU vs CLRU.
-    #[command(after_help = REPRO_ZNCACHE_HELP)]
-    Zncache(ReproArgs),
-    /// ZRAID (zraid-asplos25): Fig. 7 (ZRAID vs RAIZN+ sequential writes), Fig. 8 (ablation at 8 KiB), flash WAF per variant, Fig. 11 (PM1731a); PNG + CSV.
-    Zraid(crate::raid::ReproZraidArgs),
-    /// ZNS integration study (zns-integration-study-2022): db_bench on F2FS / F2FS zoned / btrfs zoned (integration levels), two tenants on one drive at low and > 80 % utilization; served drives, real applications.
-    ZnsStudy(crate::study::ReproStudyArgs),
 }
 
 /// The device and the cache's shape (shared by run and gen-workload).
@@ -246,44 +226,7 @@ pub struct GenArgs {
     json: bool,
 }
 
-#[derive(Args)]
-pub struct ReproArgs {
-    /// Experiments to run, comma-separated: a, b, c, d.
-    #[arg(long, default_value = "a,b,c,d")]
-    exp: String,
-    /// The block device profile the block runs use (default: the FTL SSD sn540-960g-mini, the paper's SN540 scaled down; zn540-cns has no device GC).
-    #[arg(long, default_value = "sn540-960g-mini")]
-    block_device: String,
-    /// Its namespace.
-    #[arg(long, default_value_t = 1)]
-    block_nsid: u32,
-    /// The block device runs device GC (labels only; detected for FTL profiles such as sn540-mini).
-    #[arg(long)]
-    block_has_gc: bool,
-    /// The ZNS device profile.
-    #[arg(long, default_value = "zn540")]
-    zns_device: String,
-    /// Tiny runs that only show everything works.
-    #[arg(long)]
-    quick: bool,
-    /// Seed of every run (same seed, same numbers).
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
-    /// Concurrent worker tasks of every run.
-    #[arg(long, default_value_t = 64)]
-    workers: u32,
-    /// Write per-run CSVs, PNG figures and the text report into DIR.
-    #[arg(long, value_name = "DIR")]
-    out: Option<PathBuf>,
-    /// Print the experiments' results as JSON.
-    #[arg(long)]
-    json: bool,
-    /// Progress on stderr: auto, always, never.
-    #[arg(long, value_enum, default_value_t = Eta::Auto)]
-    eta: Eta,
-}
-
-fn cache_err(e: CacheError) -> CliError {
+pub(crate) fn cache_err(e: CacheError) -> CliError {
     match e {
         CacheError::Param(m) => CliError::Usage(m),
         CacheError::Workload(m) | CacheError::Device(m) => CliError::Input(m),
@@ -479,87 +422,6 @@ fn gen(a: GenArgs) -> Result<ExitCode, CliError> {
             a.seed,
             w.distinct_ids()
         );
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// A repro's message on a stop signal: its figures are written as each
-/// finishes, so the files in `out` are the finished ones.
-pub fn say_on_stop(what: &str, out: Option<&std::path::Path>) {
-    crate::interrupt::watch_and_say(format!(
-        "zns repro {what}: interrupted: {}; the same command runs it again",
-        match out {
-            Some(dir) => format!("the files in {} are those of the parts that finished (a figure's CSV and PNG are written when it finishes)", dir.display()),
-            None => "nothing was written (no --out)".to_string(),
-        }
-    ));
-}
-
-pub fn repro_cmd(cmd: ReproCommand) -> Result<ExitCode, CliError> {
-    let a = match cmd {
-        ReproCommand::Zncache(a) => a,
-        ReproCommand::Zraid(a) => return crate::raid::repro_zraid_cmd(a),
-        ReproCommand::ZnsStudy(a) => return crate::study::repro_study_cmd(a),
-    };
-    if let Some(dir) = &a.out {
-        crate::writable_dir(dir, "--out")?;
-    }
-    say_on_stop("zncache", a.out.as_deref());
-    let load =
-        |name: &str| zns_device::Profile::load(name).map_err(|e| CliError::Input(e.to_string()));
-    let mut opts = ReproOptions::new().map_err(cache_err)?;
-    opts.zns_profile = load(&a.zns_device)?;
-    opts.block_profile = load(&a.block_device)?;
-    opts.block_nsid = a.block_nsid;
-    let has_gc = a.block_has_gc || repro::has_device_gc(&opts.block_profile, a.block_nsid);
-    opts.block_label = repro::block_label(&a.block_device, a.block_nsid, has_gc);
-    opts.scale = if a.quick {
-        Scale::Quick
-    } else {
-        Scale::Default
-    };
-    opts.seed = a.seed;
-    opts.workers = a.workers;
-    opts.out_dir = a.out.clone();
-    opts.experiments = a
-        .exp
-        .split(',')
-        .map(|s| s.trim())
-        .filter(|s| !s.is_empty())
-        .map(|s| {
-            let mut c = s.chars();
-            match (c.next(), c.next()) {
-                (Some(x @ 'a'..='d'), None) => Ok(x),
-                _ => Err(CliError::Usage(format!("--exp {s}: expected a, b, c or d"))),
-            }
-        })
-        .collect::<Result<_, _>>()?;
-    let pb = crate::progress::bar(a.eta, 1, "zncache repro {spinner} {msg} ({elapsed})");
-    let result = repro::run_repro(&opts, &mut |label, p| {
-        if let Some(b) = &pb {
-            b.set_message(format!(
-                "{label}: {}/{} gets, t={:.0}s",
-                p.done,
-                p.total,
-                p.virtual_ns as f64 / 1e9
-            ));
-            b.tick();
-        }
-    });
-    if let Some(b) = &pb {
-        b.finish_and_clear();
-    }
-    let results = result.map_err(cache_err)?;
-    if a.json {
-        outln!(
-            "{}",
-            serde_json::to_string_pretty(&results).map_err(|e| CliError::Io(e.to_string()))?
-        );
-    } else {
-        for r in &results {
-            out!("{}", repro::experiment_text(r));
-            outln!();
-        }
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -30,17 +30,15 @@ macro_rules! outln {
     };
 }
 
-mod apps;
 mod bench;
 mod cache;
 mod export;
-mod fidelity;
 mod interrupt;
 mod output;
 mod progress;
 mod raid;
+mod repro;
 mod serve;
-mod study;
 mod sweep;
 
 use std::path::{Path, PathBuf};
@@ -112,13 +110,13 @@ enum Command {
         args: Vec<String>,
     },
     /// Run the fidelity suite: every published ZN540 figure measured through `zns bench`, with pass/fail per target (exit 1 if any fails).
-    Fidelity(fidelity::FidelityArgs),
+    Fidelity(repro::FidelityArgs),
     /// ZNCache, the ZNS-aware flash chunk cache: run it over an emulated device, generate workload files.
     #[command(subcommand)]
     Cache(cache::CacheCommand),
     /// Reproduce a paper's experiments (zncache, zraid, zns-study).
     #[command(subcommand)]
-    Repro(cache::ReproCommand),
+    Repro(repro::ReproCommand),
     /// ZRAID, RAID-5 over emulated ZNS devices with partial parity in the ZRWA: crash tests.
     #[command(subcommand)]
     Raid(raid::RaidCommand),
@@ -540,10 +538,9 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Replay(args) => replay(args),
         Command::Probe(args) => probe(args),
         Command::Bench { args } => bench::bench(args),
-        Command::Fidelity(args) => fidelity::fidelity(args),
+        Command::Fidelity(args) => repro::fidelity(args),
         Command::Cache(cmd) => cache::cache(cmd),
-        Command::Repro(cache::ReproCommand::ZnsStudy(a)) => study::repro_study_cmd(a),
-        Command::Repro(cmd) => cache::repro_cmd(cmd),
+        Command::Repro(cmd) => repro::repro_cmd(cmd),
         Command::Raid(cmd) => raid::raid(cmd),
         Command::ExportZones(args) => export::export_zones(args),
         Command::Serve(args) => serve::serve(args),

@@ -143,9 +143,10 @@ fn fidelity(
     experiments_dir: Option<PathBuf>,
     plots_dir: Option<PathBuf>,
 ) -> PyResult<String> {
-    use zns_bench::fidelity::{self, FidelityOptions};
+    use zns_repro::experiments::Experiments;
+    use zns_repro::fidelity::{self, FidelityOptions};
     let opts = FidelityOptions {
-        experiments_dir: experiments_dir.unwrap_or_else(fidelity::default_experiments_dir),
+        experiments: experiments_dir.map(Experiments::Dir).unwrap_or_default(),
         filter,
         curves: plots_dir.is_some(),
         plots_dir,

@@ -448,25 +448,17 @@ fn cache(p: &Params) -> Result<Value, String> {
 }
 
 fn repro_zraid(p: &Params, dir: &Path) -> Result<Value, String> {
-    use zns_bench::repro_zraid::{self, Fig, ReproOptions};
-    let figs = p
-        .text_or("fig", "7,8,waf,11")
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(|f| f.parse::<Fig>().map_err(|e| format!("fig: {e}")))
-        .collect::<Result<Vec<_>, _>>()?;
-    let opts = ReproOptions {
+    use zns_repro::zraid::emulated::{self, parse_figs, ReproOptions};
+    let figs = parse_figs(&p.text_or("fig", "7,8,waf,11")).map_err(|e| format!("fig: {e}"))?;
+    let raid_options = p.text("raid_options");
+    let opts = ReproOptions::new(
         figs,
-        seed: p.u64("seed", 1)?,
-        out_dir: dir.to_path_buf(),
-        raid_options: match p.text("raid_options") {
-            Some(o) if !o.is_empty() => format!(",{}", o.trim_start_matches(',')),
-            _ => String::new(),
-        },
-    };
+        p.u64("seed", 1)?,
+        dir.to_path_buf(),
+        raid_options.as_deref(),
+    );
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let report = repro_zraid::run(&opts, &mut |_| {}).map_err(|e| e.to_string())?;
+    let report = emulated::run(&opts, &mut |_| {}).map_err(|e| e.to_string())?;
     serde_json::to_value(&report).map_err(|e| e.to_string())
 }
 

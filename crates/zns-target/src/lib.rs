@@ -68,3 +68,5 @@ pub use size::{check_whole_blocks, parse_bytes};
 pub use spec::TargetSpec;
 /// What an opened emulated device keeps of the data ([`OpenOptions::store`]).
 pub use zns_device::StoreKind;
+/// An array's counters, as [`OpenedDevice::raid_stats`] returns them.
+pub use zns_raid::RaidStats;

@@ -165,7 +165,7 @@ pub struct RunReport {
     /// Virtual time at the end of the run, ns.
     pub virtual_ns: u64,
     /// Counters of the RAID arrays (`filename=raid:…`) of the run, by filename.
-    pub raid: BTreeMap<String, zns_raid::RaidStats>,
+    pub raid: BTreeMap<String, zns_target::RaidStats>,
     /// The run was stopped early (see [`run_jobs_interruptible`]): the jobs'
     /// reports cover what ran until then; later groups did not run.
     pub interrupted: bool,

@@ -13,9 +13,14 @@
 //! reported, never fitted.
 
 use serde::Serialize;
+use zns_cache::run::RunReport;
 
-use crate::repro::LabelledRun;
-use crate::run::RunReport;
+/// One labelled run of an experiment.
+#[derive(Debug, Clone, Serialize)]
+pub struct LabelledRun {
+    pub label: String,
+    pub report: RunReport,
+}
 
 /// A measured quantity of one run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -3,7 +3,7 @@
 //! the measured data.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde_json::Value as Json;
 
@@ -11,8 +11,9 @@ use super::metric::{glob_match, json_path};
 use super::report::*;
 use super::suite::*;
 use super::FidelityError;
-use crate::job::parse_job_file;
-use crate::run::run_jobs;
+use crate::experiments::Experiments;
+use zns_bench::job::parse_job_file;
+use zns_bench::run::run_jobs;
 
 /// Reason an `sn540.*` target without an experiment in fidelity.toml is
 /// pending (rather than an error): it needs an experiment on the FTL device.
@@ -21,9 +22,9 @@ pub const SN540_PENDING: &str = "no experiment on the FTL device (sn540) yet";
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct FidelityOptions {
-    /// Directory holding fidelity-targets.toml, fidelity.toml, the job files
-    /// and `data/zn540/`.
-    pub experiments_dir: PathBuf,
+    /// Where fidelity-targets.toml, fidelity.toml, the job files and
+    /// `data/zn540/` are read from.
+    pub experiments: Experiments,
     /// Only ids (targets and curves) matching this: a glob if it contains
     /// `*`, else a substring.
     pub filter: Option<String>,
@@ -34,15 +35,10 @@ pub struct FidelityOptions {
     pub seed: u64,
 }
 
-/// The experiments directory of this source tree.
-pub fn default_experiments_dir() -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../experiments"))
-}
-
 impl Default for FidelityOptions {
     fn default() -> Self {
         FidelityOptions {
-            experiments_dir: default_experiments_dir(),
+            experiments: Experiments::BuiltIn,
             filter: None,
             plots_dir: None,
             curves: true,
@@ -61,10 +57,9 @@ fn id_matches(filter: &Option<String>, id: &str) -> bool {
 
 /// Runs one job file through the ordinary bench path and returns its fio
 /// JSON document.
-pub fn run_job_file(dir: &Path, job: &str, seed: u64) -> Result<Json, FidelityError> {
-    let path = dir.join(job);
-    let text = std::fs::read_to_string(&path).map_err(|err| FidelityError::Read {
-        path: path.clone(),
+pub fn run_job_file(files: &Experiments, job: &str, seed: u64) -> Result<Json, FidelityError> {
+    let text = files.read(job).map_err(|err| FidelityError::Read {
+        path: files.path(job),
         err,
     })?;
     let specs = parse_job_file(&text, job).map_err(|e| FidelityError::Job {
@@ -100,10 +95,11 @@ pub fn judge(t: &Target, emulated: f64) -> (f64, bool) {
 }
 
 /// Reads one CSV column pair: (x, y) rows with both cells present.
-pub fn load_data(dir: &Path, d: &DataRef) -> Result<Vec<(f64, f64)>, String> {
-    let path = dir.join("data").join("zn540").join(&d.csv);
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+pub fn load_data(files: &Experiments, d: &DataRef) -> Result<Vec<(f64, f64)>, String> {
+    let rel = format!("data/zn540/{}", d.csv);
+    let text = files
+        .read(&rel)
+        .map_err(|e| format!("cannot read {}: {e}", files.path(&rel).display()))?;
     let mut lines = text.lines().filter(|l| !l.trim().is_empty());
     let header: Vec<&str> = lines
         .next()
@@ -230,8 +226,8 @@ pub fn run_fidelity(
     opts: &FidelityOptions,
     progress: &mut dyn FnMut(usize, usize, &str),
 ) -> Result<FidelityReport, FidelityError> {
-    let suite = Suite::load(&opts.experiments_dir)?;
-    let dir = &suite.dir;
+    let suite = Suite::load(&opts.experiments)?;
+    let dir = &suite.files;
     let targets: Vec<&Target> = suite
         .targets
         .iter()

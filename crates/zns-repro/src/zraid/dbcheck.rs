@@ -16,11 +16,11 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::dbbench::{run_db_bench, BenchResult};
-use crate::mount::FileSystem;
-use crate::outfiles;
-use crate::served::Server;
-use crate::AppError;
+use zns_apps::dbbench::{run_db_bench, BenchResult};
+use zns_apps::mount::FileSystem;
+use zns_apps::outfiles;
+use zns_apps::served::Server;
+use zns_apps::AppError;
 
 /// How the check runs.
 #[derive(Debug, Clone)]
@@ -36,8 +36,8 @@ pub struct DbCheckOptions {
     pub out_dir: PathBuf,
     /// The `zns` binary that serves.
     pub zns: PathBuf,
-    /// The measured CSV.
-    pub measured_csv: PathBuf,
+    /// The measured CSV's text (experiments/data/zn540/nvmeb_rocksdb_dbbench.csv).
+    pub measured_csv: String,
 }
 
 /// One workload: the drive's figures and ours.
@@ -111,8 +111,7 @@ pub fn run(
     opts: &DbCheckOptions,
     progress: &mut dyn FnMut(&str),
 ) -> Result<Vec<DbCheckRow>, AppError> {
-    let csv =
-        std::fs::read_to_string(&opts.measured_csv).map_err(AppError::file(&opts.measured_csv))?;
+    let csv = &opts.measured_csv;
     let runs = opts.out_dir.join("runs");
     std::fs::create_dir_all(&runs).map_err(AppError::file(&runs))?;
     let target = "zn540-cns";
@@ -178,7 +177,7 @@ pub fn run(
         .iter()
         .filter_map(|w| {
             let r = results.iter().find(|r| r.benchmark == *w)?;
-            let (m_ops, m_p99) = measured(&csv, w);
+            let (m_ops, m_p99) = measured(csv, w);
             let scaled = r.ops_per_sec / opts.speed;
             Some(DbCheckRow {
                 workload: w.to_string(),

@@ -5,7 +5,7 @@
 //! Fig. 8; and the §6.4 statistics the arrays count meanwhile (flash WAF,
 //! temporary and permanent partial parity, PP-log GC, PP-related writes).
 //! Each point is a fresh server, file system and workload
-//! ([`crate::experiment::run_on_f2fs`]), repeated; results are normalized to
+//! ([`zns_apps::experiment::run_on_f2fs`]), repeated; results are normalized to
 //! RAIZN+ as in the paper, with their spread.
 
 use std::collections::BTreeMap;
@@ -15,10 +15,10 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use zns_raid::RaidStats;
 
-use crate::calibrate::{calibrate, Calibration};
-use crate::experiment::{earlier_run, run_on_f2fs, RunEnv, RunResult, Workload};
-use crate::outfiles::{self, spread};
-use crate::AppError;
+use zns_apps::calibrate::{calibrate, Calibration};
+use zns_apps::experiment::{earlier_run, run_on_f2fs, RunEnv, RunResult, Workload};
+use zns_apps::outfiles::{self, spread};
+use zns_apps::AppError;
 
 /// The figures this module reproduces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -321,7 +321,7 @@ fn serve_args(opts: &ZraidAppOptions) -> Vec<String> {
     ]
 }
 
-/// The speed check (crate::calibrate) on a ZRAID array of the members, at
+/// The speed check (zns_apps::calibrate) on a ZRAID array of the members, at
 /// the figures' speed; written to `out_dir/calibration.{json,csv}`.
 pub fn calibrate_speed(
     opts: &ZraidAppOptions,

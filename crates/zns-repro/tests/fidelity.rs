@@ -1,15 +1,16 @@
 //! The fidelity suite: metric language, definition files, one cheap
 //! end-to-end id. The whole suite is run by `zns fidelity` (or
-//! `cargo test --release -p zns-bench --test fidelity -- --ignored`).
+//! `cargo test --release -p zns-repro --test fidelity -- --ignored`).
 
 use std::path::PathBuf;
 
 use serde_json::json;
-use zns_bench::fidelity::{
-    default_experiments_dir, json_path, judge, run_fidelity, FidelityOptions, Metric, MetricError,
-    Status, Suite, Target, TargetKind,
-};
 use zns_bench::job::parse_job_file;
+use zns_repro::experiments::{Experiments, BUILT_IN};
+use zns_repro::fidelity::{
+    json_path, judge, run_fidelity, FidelityOptions, Metric, MetricError, Status, Suite, Target,
+    TargetKind,
+};
 
 fn metric(s: &str) -> Metric {
     let v: toml::Value = toml::from_str(&format!("m = {s}")).unwrap();
@@ -133,13 +134,39 @@ fn judging_kinds() {
     assert!((judge(&t(TargetKind::Value, 10.0, 0.1), 11.0).0 - 0.1).abs() < 1e-12);
 }
 
+/// The checkout's experiments directory.
 fn dir() -> PathBuf {
-    default_experiments_dir()
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../experiments"))
+}
+
+/// The built-in copy is the checkout's experiments directory, file for file.
+#[test]
+fn the_built_in_experiments_are_the_checkouts() {
+    let mut on_disk = Vec::new();
+    let mut stack = vec![dir()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                on_disk.push(p);
+            }
+        }
+    }
+    assert_eq!(on_disk.len(), BUILT_IN.len());
+    for (rel, text) in BUILT_IN {
+        assert_eq!(
+            std::fs::read_to_string(dir().join(rel)).unwrap(),
+            *text,
+            "{rel}"
+        );
+    }
 }
 
 #[test]
 fn definitions_are_consistent() {
-    let suite = Suite::load(&dir()).unwrap();
+    let suite = Suite::load(&Experiments::Dir(dir())).unwrap();
     for t in &suite.targets {
         assert!(
             suite.experiments.contains_key(&t.id),
@@ -158,7 +185,7 @@ fn definitions_are_consistent() {
     for c in &suite.curves {
         for s in &c.series {
             if let Some(d) = &s.data {
-                let pts = zns_bench::fidelity::load_data(&dir(), d)
+                let pts = zns_repro::fidelity::load_data(&Experiments::BuiltIn, d)
                     .unwrap_or_else(|e| panic!("{} / {}: {e}", c.id, s.label));
                 assert!(!pts.is_empty(), "{} / {}", c.id, s.label);
             }
@@ -171,7 +198,7 @@ fn bad_definition_files_are_errors() {
     let tmp = std::env::temp_dir().join(format!("zns-fidelity-bad-{}", std::process::id()));
     std::fs::create_dir_all(&tmp).unwrap();
     let opts = FidelityOptions {
-        experiments_dir: tmp.clone(),
+        experiments: Experiments::Dir(tmp.clone()),
         ..FidelityOptions::default()
     };
     // missing files
@@ -229,7 +256,7 @@ fn end_to_end_qd1_write_and_pending_sn540() {
 
     // The sn540 (FTL) target has its experiment: it is run, not pending
     // (running it takes seconds in a debug build; whole_suite does).
-    let suite = Suite::load(&dir()).unwrap();
+    let suite = Suite::load(&Experiments::BuiltIn).unwrap();
     let e = &suite.experiments["sn540.vs_zn540.read_p95_under_full_write_ms"];
     assert!(e.pending.is_none());
     assert_eq!(e.job.as_deref(), Some("sn540-write-bw-timeseries.fio"));
@@ -301,7 +328,7 @@ fn curves_are_judged_against_their_tolerance() {
         )
     };
     let opts = FidelityOptions {
-        experiments_dir: tmp.clone(),
+        experiments: Experiments::Dir(tmp.clone()),
         ..FidelityOptions::default()
     };
     let run = |tolerance: &str| {

@@ -19,19 +19,24 @@
 //! device GC; docs/zncache.md, "The block drive"). A block device
 //! without GC (`zn540-cns`) is labelled so in every report.
 
+pub mod paper;
+
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use serde::Serialize;
+use zns_cache::backend::BackendKind;
+use zns_cache::cache::{CacheConfig, FetchOrder, Policy};
+use zns_cache::error::CacheError;
+use zns_cache::remote::RemoteLatency;
+use zns_cache::run::{
+    run_cache, DeviceSpec, Precondition, Progress, RunReport, RunSpec, WorkloadSpec,
+};
+use zns_cache::workload::Distribution;
 use zns_device::{NamespaceProfile, Profile};
 
-use crate::backend::BackendKind;
-use crate::cache::{CacheConfig, FetchOrder, Policy};
-use crate::error::CacheError;
-use crate::paper::{self, Comparison, Metric};
-use crate::remote::RemoteLatency;
-use crate::run::{run_cache, DeviceSpec, Precondition, Progress, RunReport, RunSpec, WorkloadSpec};
-use crate::workload::Distribution;
+pub use self::paper::LabelledRun;
+use self::paper::{Comparison, Metric};
 
 /// The experiments' scale.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -86,13 +91,6 @@ pub fn block_label(profile: &str, nsid: u32, has_gc: bool) -> String {
     } else {
         format!("{profile} nsid {nsid} (block device without GC)")
     }
-}
-
-/// One labelled run of an experiment.
-#[derive(Debug, Clone, Serialize)]
-pub struct LabelledRun {
-    pub label: String,
-    pub report: RunReport,
 }
 
 /// An experiment's outcome.
@@ -522,7 +520,7 @@ fn mean_between(
     r: &RunReport,
     lo: f64,
     hi: f64,
-    f: impl Fn(&crate::metrics::Sample) -> f64,
+    f: impl Fn(&zns_cache::metrics::Sample) -> f64,
 ) -> Option<f64> {
     let v: Vec<f64> = r
         .samples
@@ -766,7 +764,7 @@ fn gc_experiment(ctx: &mut Ctx) -> Result<ExperimentResult, CacheError> {
         title: "GC experiment: trimmed device, 256 MiB chunks (and the 512 MiB rows), uniform 1:10".into(),
         scaling: format!(
             "{zones} regions of {} (paper: the whole 904-zone drive), {requests_256} requests of 256 MiB ≈ {:.1} cache fills of writes (paper: 6 TiB ≈ 6 drive fills), remote 3.2 s (constant, as the paper's sleep), 3.2 ± 0.86 s (log-normal, appendix A's spread) and 0 s; 512 MiB rows as many fills, 5.3 s (the paper's sleep) and 0 s; a miss holds its zone across the fetch (ZNCache); the 3.2 s and 5.3 s rows again with the workers started out of step (diagnostic, compared with the paper apart from validation)",
-            crate::units::fmt_bytes(region),
+            zns_cache::units::fmt_bytes(region),
             s.c_fills
         ),
         block_device: block_name,
@@ -1048,7 +1046,7 @@ fn write_experiment(r: &ExperimentResult, dir: &std::path::Path) -> Result<(), C
     })?;
     for run in &r.runs {
         let p = dir.join(format!("zncache-{}-{}.csv", r.id, run.label));
-        crate::report::write_file(&p, crate::report::samples_csv(&run.report).as_bytes())?;
+        zns_cache::report::write_file(&p, zns_cache::report::samples_csv(&run.report).as_bytes())?;
     }
     let labelled: Vec<(String, &RunReport)> = r
         .runs
@@ -1058,18 +1056,18 @@ fn write_experiment(r: &ExperimentResult, dir: &std::path::Path) -> Result<(), C
     // One figure per metric and per pair of runs that belong together (at
     // most six lines per figure).
     for (gi, group) in labelled.chunks(if r.id == 'd' { 4 } else { 2 }).enumerate() {
-        for (name, chart) in crate::plot::comparison_charts(group, &format!("({}) ", r.id)) {
+        for (name, chart) in zns_cache::plot::comparison_charts(group, &format!("({}) ", r.id)) {
             let p = dir.join(format!("zncache-{}-{gi}-{name}.png", r.id));
-            crate::plot::draw(&chart, &p)?;
+            zns_cache::plot::draw(&chart, &p)?;
         }
     }
     if !r.vs_paper.is_empty() {
-        crate::report::write_file(
+        zns_cache::report::write_file(
             &dir.join(format!("zncache-{}-vs-paper.csv", r.id)),
             paper::csv(&r.vs_paper).as_bytes(),
         )?;
     }
-    crate::report::write_file(
+    zns_cache::report::write_file(
         &dir.join(format!("zncache-{}.txt", r.id)),
         experiment_text(r).as_bytes(),
     )

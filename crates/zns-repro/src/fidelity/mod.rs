@@ -66,14 +66,14 @@ pub enum FidelityError {
     Job {
         job: String,
         #[source]
-        source: Box<crate::job::JobError>,
+        source: Box<zns_bench::job::JobError>,
     },
     /// A job file whose run failed.
     #[error("{job}: {source}")]
     Run {
         job: String,
         #[source]
-        source: Box<crate::run::RunError>,
+        source: Box<zns_bench::run::RunError>,
     },
 }
 

@@ -30,8 +30,8 @@ use zns_plot::plotters::prelude::*;
 use zns_plot::{draw_legend, frame, raid_style, styled_line, Axes, PlotError, PANEL};
 use zns_raid::{RaidStats, Variant};
 
-use crate::job::parse_args;
-use crate::run::run_jobs;
+use zns_bench::job::parse_args;
+use zns_bench::run::run_jobs;
 
 /// The figures `zns repro zraid` can produce.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -64,6 +64,43 @@ pub struct ReproOptions {
     /// RAID options added to every array (`,worker_ns=…,worker_xor_ps=…`;
     /// empty = the defaults).
     pub raid_options: String,
+}
+
+impl ReproOptions {
+    /// The options of `--fig FIGS --seed S --raid-options O` writing into
+    /// `out_dir` (the sweep's `repro-zraid` points; the CLI's `zns repro
+    /// zraid` splits off the application figures first).
+    pub fn new(
+        figs: Vec<Fig>,
+        seed: u64,
+        out_dir: PathBuf,
+        raid_options: Option<&str>,
+    ) -> ReproOptions {
+        ReproOptions {
+            figs,
+            seed,
+            out_dir,
+            raid_options: raid_options_suffix(raid_options),
+        }
+    }
+}
+
+/// `--raid-options O` as the suffix added to every array's name
+/// (`,O`; empty for none).
+pub fn raid_options_suffix(options: Option<&str>) -> String {
+    match options {
+        Some(o) if !o.is_empty() => format!(",{}", o.trim_start_matches(',')),
+        _ => String::new(),
+    }
+}
+
+/// A comma-separated list of figures (`7,8,waf,11`).
+pub fn parse_figs(text: &str) -> Result<Vec<Fig>, String> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::parse)
+        .collect()
 }
 
 /// One measured point.
@@ -235,14 +272,14 @@ pub enum ReproError {
     Job {
         point: String,
         #[source]
-        source: Box<crate::job::JobError>,
+        source: Box<zns_bench::job::JobError>,
     },
     /// A point's run failed (the array could not be opened, an I/O error).
     #[error("{point}: {source}")]
     Run {
         point: String,
         #[source]
-        source: Box<crate::run::RunError>,
+        source: Box<zns_bench::run::RunError>,
     },
     #[error("{0}: no job report")]
     NoReport(String),

@@ -3,11 +3,12 @@
 //! checked into `Suite`.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::Serialize;
 
 use super::{FidelityError, Metric};
+use crate::experiments::Experiments;
 
 /// Legend of a curve's measured data unless it sets `data_label`.
 pub const DEFAULT_DATA_LABEL: &str = "ZN540 measured";
@@ -126,15 +127,17 @@ pub struct CurveDef {
 /// The parsed suite.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Suite {
-    pub dir: PathBuf,
+    /// Where its files are read from.
+    #[serde(skip)]
+    pub files: Experiments,
     pub targets: Vec<Target>,
     pub experiments: BTreeMap<String, Experiment>,
     pub curves: Vec<CurveDef>,
 }
 
-fn read(path: &Path) -> Result<String, FidelityError> {
-    std::fs::read_to_string(path).map_err(|err| FidelityError::Read {
-        path: path.to_path_buf(),
+fn read(files: &Experiments, rel: &str) -> Result<String, FidelityError> {
+    files.read(rel).map_err(|err| FidelityError::Read {
+        path: files.path(rel),
         err,
     })
 }
@@ -429,12 +432,12 @@ pub fn parse_suite_toml(
 }
 
 impl Suite {
-    /// Loads `fidelity-targets.toml` and `fidelity.toml` from `dir`.
-    pub fn load(dir: &Path) -> Result<Suite, FidelityError> {
-        let tp = dir.join("fidelity-targets.toml");
-        let targets = parse_targets(&read(&tp)?, &tp)?;
-        let sp = dir.join("fidelity.toml");
-        let (experiments, curves) = parse_suite_toml(&read(&sp)?, &sp)?;
+    /// Loads `fidelity-targets.toml` and `fidelity.toml` from `files`.
+    pub fn load(files: &Experiments) -> Result<Suite, FidelityError> {
+        let tp = files.path("fidelity-targets.toml");
+        let targets = parse_targets(&read(files, "fidelity-targets.toml")?, &tp)?;
+        let sp = files.path("fidelity.toml");
+        let (experiments, curves) = parse_suite_toml(&read(files, "fidelity.toml")?, &sp)?;
         for id in experiments.keys() {
             if !targets.iter().any(|t| &t.id == id) {
                 return Err(FidelityError::Definition {
@@ -445,7 +448,7 @@ impl Suite {
             }
         }
         Ok(Suite {
-            dir: dir.to_path_buf(),
+            files: files.clone(),
             targets,
             experiments,
             curves,
