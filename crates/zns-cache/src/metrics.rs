@@ -3,6 +3,7 @@
 //! series sampled every interval of virtual time.
 
 use serde::Serialize;
+use zns_plot::table::{Cell, Table};
 
 const SUB_BITS: u32 = 6;
 const SUB: u64 = 1 << SUB_BITS;
@@ -207,35 +208,57 @@ pub struct Sample {
     pub device_waf_window: Option<f64>,
 }
 
-/// A CSV cell: 4 decimals, empty for `None`.
-fn opt4(v: Option<f64>) -> String {
-    v.map(|x| format!("{x:.4}")).unwrap_or_default()
+/// `v` with `digits` decimals.
+fn fixed(v: f64, digits: usize) -> Cell {
+    Cell::text(format!("{v:.digits$}"))
 }
 
-pub(crate) const SAMPLE_CSV_HEADER: &str = "t_s,hit_ratio,hit_ratio_window,gets_per_s,get_gib_s,read_gib_s,write_gib_s,get_mean_ms,disk_read_mean_ms,disk_write_mean_ms,free_zones,used_bytes,gc_relocations,host_waf,device_waf,device_waf_window";
+/// A CSV cell: 4 decimals, empty for `None`.
+fn opt4(v: Option<f64>) -> Cell {
+    Cell::opt(v, |x| format!("{x:.4}"))
+}
 
-impl Sample {
-    pub(crate) fn csv_row(&self) -> String {
-        format!(
-            "{:.3},{:.6},{:.6},{:.3},{:.6},{:.6},{:.6},{:.4},{},{},{},{},{},{:.4},{},{}",
-            self.t_s,
-            self.hit_ratio,
-            self.hit_ratio_window,
-            self.gets_per_s,
-            self.get_gib_s,
-            self.read_gib_s,
-            self.write_gib_s,
-            self.get_mean_ms,
-            opt4(self.disk_read_mean_ms),
-            opt4(self.disk_write_mean_ms),
-            self.free_zones,
-            self.used_bytes,
-            self.gc_relocations,
-            self.host_waf,
-            opt4(self.device_waf),
-            opt4(self.device_waf_window),
-        )
+/// The time series as a table: a row per sample.
+pub(crate) fn samples_table(samples: &[Sample]) -> Table {
+    let mut t = Table::new([
+        "t_s",
+        "hit_ratio",
+        "hit_ratio_window",
+        "gets_per_s",
+        "get_gib_s",
+        "read_gib_s",
+        "write_gib_s",
+        "get_mean_ms",
+        "disk_read_mean_ms",
+        "disk_write_mean_ms",
+        "free_zones",
+        "used_bytes",
+        "gc_relocations",
+        "host_waf",
+        "device_waf",
+        "device_waf_window",
+    ]);
+    for x in samples {
+        t.push([
+            fixed(x.t_s, 3),
+            fixed(x.hit_ratio, 6),
+            fixed(x.hit_ratio_window, 6),
+            fixed(x.gets_per_s, 3),
+            fixed(x.get_gib_s, 6),
+            fixed(x.read_gib_s, 6),
+            fixed(x.write_gib_s, 6),
+            fixed(x.get_mean_ms, 4),
+            opt4(x.disk_read_mean_ms),
+            opt4(x.disk_write_mean_ms),
+            Cell::text(x.free_zones.to_string()),
+            Cell::text(x.used_bytes.to_string()),
+            Cell::text(x.gc_relocations.to_string()),
+            fixed(x.host_waf, 4),
+            opt4(x.device_waf),
+            opt4(x.device_waf_window),
+        ]);
     }
+    t
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use crate::error::CacheError;
-use crate::metrics::{LatencySummary, SAMPLE_CSV_HEADER};
+use crate::metrics::{samples_table, LatencySummary};
 use crate::run::RunReport;
 use crate::units::fmt_bytes;
 
@@ -113,13 +113,7 @@ pub fn summary_text(r: &RunReport) -> String {
 
 /// The time series as CSV.
 pub fn samples_csv(r: &RunReport) -> String {
-    let mut s = String::from(SAMPLE_CSV_HEADER);
-    s.push('\n');
-    for x in &r.samples {
-        s.push_str(&x.csv_row());
-        s.push('\n');
-    }
-    s
+    samples_table(&r.samples).to_csv()
 }
 
 /// Writes `bytes` to `path`; a `CacheError::File` naming it.

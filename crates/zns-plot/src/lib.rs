@@ -4,9 +4,13 @@
 //! the legend box ([`draw_legend`]), the plain line chart of time series
 //! ([`line_chart`]), the grouped bar chart of normalized results
 //! ([`bar_chart`]) and the look of each RAID design ([`raid_style`]: one
-//! colour, marker and dash per system in every figure that shows it). zns-bench (fidelity curves, `zns repro zraid`) and
+//! colour, marker and dash per system in every figure that shows it), and
+//! the one CSV/Markdown writer of the tables beside the figures
+//! ([`table`]). zns-repro (fidelity curves, the papers' figures) and
 //! zns-cache (cache time series) draw through it; what is particular to a
 //! figure (log axes, measured points, bounds) stays with its owner.
+
+pub mod table;
 
 use std::ops::Range;
 use std::path::Path;

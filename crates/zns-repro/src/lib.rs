@@ -17,6 +17,7 @@
 //! writer) and `experiments` (the experiment files, compiled in so that an
 //! installed `zns` needs no checkout).
 
+pub mod compare;
 pub mod experiments;
 pub mod fidelity;
 pub mod study;

@@ -9,6 +9,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
+use zns_plot::table::csv_quote;
 
 use serde_json::{Map, Value};
 
@@ -124,7 +125,7 @@ impl Table {
         let line = |cells: Vec<String>| -> String {
             let mut l = cells
                 .iter()
-                .map(|c| csv_cell(c))
+                .map(|c| csv_quote(c))
                 .collect::<Vec<_>>()
                 .join(",");
             l.push('\n');
@@ -258,12 +259,4 @@ enum Kind {
     Int,
     Float,
     Text,
-}
-
-fn csv_cell(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
 }

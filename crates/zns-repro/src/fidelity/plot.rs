@@ -3,24 +3,16 @@
 //! measured points (dashed lines, crosses) of the same colour; the legend
 //! names the device (`data_label` of the curve, default "ZN540 measured").
 
-use std::fmt::Write as _;
 use std::path::Path;
 
 use zns_plot::plotters::prelude::*;
+use zns_plot::table::{Cell, Table};
 use zns_plot::{color, draw_legend, frame, line, Axes, PlotError, FULL};
 
 use super::report::CurveResult;
 
-fn csv_cell(v: Option<f64>) -> String {
-    v.map(|v| format!("{v}")).unwrap_or_default()
-}
-
-fn csv_quote(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
+fn csv_cell(v: Option<f64>) -> Cell {
+    Cell::opt(v, |v| format!("{v}"))
 }
 
 /// The figure as CSV: one row per x, an emulated and a measured column per
@@ -33,34 +25,25 @@ pub fn curve_csv(c: &CurveResult) -> String {
         .collect();
     xs.sort_by(f64::total_cmp);
     xs.dedup_by(|a, b| (*a - *b).abs() <= 1e-9 * a.abs().max(1.0));
-    let mut out = String::new();
-    out.push_str(&csv_quote(&c.x_label));
+    let mut columns = vec![c.x_label.clone()];
     for s in &c.series {
-        let _ = write!(
-            out,
-            ",{},{}",
-            csv_quote(&format!("{} emulated", s.label)),
-            csv_quote(&format!("{} {}", s.label, c.data_label))
-        );
+        columns.push(format!("{} emulated", s.label));
+        columns.push(format!("{} {}", s.label, c.data_label));
     }
-    out.push('\n');
+    let mut table = Table::new(columns);
     for x in xs {
-        let _ = write!(out, "{x}");
+        let mut row = vec![Cell::text(format!("{x}"))];
         for s in &c.series {
             let p = s
                 .points
                 .iter()
                 .find(|p| (p.x - x).abs() <= 1e-9 * x.abs().max(1.0));
-            let _ = write!(
-                out,
-                ",{},{}",
-                csv_cell(p.and_then(|p| p.emulated)),
-                csv_cell(p.and_then(|p| p.measured))
-            );
+            row.push(csv_cell(p.and_then(|p| p.emulated)));
+            row.push(csv_cell(p.and_then(|p| p.measured)));
         }
-        out.push('\n');
+        table.push(row);
     }
-    out
+    table.to_csv()
 }
 
 fn axis_value(v: f64, log: bool) -> Option<f64> {

@@ -9,6 +9,9 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use zns_apps::outfiles::{self, spread};
+use zns_plot::table::{Cell, Table};
+
+use crate::compare::{self, PaperRow};
 use zns_apps::AppError;
 
 use super::levels::LEVEL_BENCHMARKS;
@@ -23,81 +26,130 @@ fn opt(v: Option<f64>, digits: usize) -> String {
     v.map(|x| format!("{x:.digits$}")).unwrap_or_default()
 }
 
+fn opt_cell(v: Option<f64>, digits: usize) -> Cell {
+    Cell::text(opt(v, digits))
+}
+
+fn fixed(v: f64, digits: usize) -> Cell {
+    Cell::text(format!("{v:.digits$}"))
+}
+
+fn int(v: impl ToString) -> Cell {
+    Cell::text(v.to_string())
+}
+
 /// The integration-level points as CSV.
 pub fn levels_csv(points: &[LevelPoint]) -> String {
-    let mut s = String::from(
-        "level,rep,benchmark,ops_per_s,mb_per_s,p50_us,p99_us,p99_9_us,device_s,read_bytes,write_bytes,zoned_write_bytes,zone_resets,zone_appends,discard_bytes,ftl_waf,ftl_gc_relocated_bytes,ftl_gc_victims,fs_used_bytes,report\n",
-    );
+    let mut t = Table::new([
+        "level",
+        "rep",
+        "benchmark",
+        "ops_per_s",
+        "mb_per_s",
+        "p50_us",
+        "p99_us",
+        "p99_9_us",
+        "device_s",
+        "read_bytes",
+        "write_bytes",
+        "zoned_write_bytes",
+        "zone_resets",
+        "zone_appends",
+        "discard_bytes",
+        "ftl_waf",
+        "ftl_gc_relocated_bytes",
+        "ftl_gc_victims",
+        "fs_used_bytes",
+        "report",
+    ]);
     for p in points {
         let c = &p.counters;
-        let _ = writeln!(
-            s,
-            "{},{},{},{:.1},{},{},{},{},{:.3},{},{},{},{},{},{},{},{},{},{},{}",
-            p.level,
-            p.rep,
-            p.benchmark,
-            p.ops_per_s,
-            opt(p.mb_per_s, 2),
-            opt(p.p50_us, 2),
-            opt(p.p99_us, 2),
-            opt(p.p99_9_us, 2),
-            c.device_s,
-            c.read_bytes,
-            c.write_bytes,
-            c.zoned_write_bytes,
-            c.zone_resets,
-            c.zone_appends,
-            c.discard_bytes,
-            opt(c.ftl_waf, 4),
-            c.ftl_gc_relocated_bytes
-                .map(|v| v.to_string())
-                .unwrap_or_default(),
-            c.ftl_gc_victims.map(|v| v.to_string()).unwrap_or_default(),
-            p.fs_used_bytes,
-            p.report_file.display()
-        );
+        t.push([
+            int(&p.level),
+            int(p.rep),
+            int(&p.benchmark),
+            fixed(p.ops_per_s, 1),
+            opt_cell(p.mb_per_s, 2),
+            opt_cell(p.p50_us, 2),
+            opt_cell(p.p99_us, 2),
+            opt_cell(p.p99_9_us, 2),
+            fixed(c.device_s, 3),
+            int(c.read_bytes),
+            int(c.write_bytes),
+            int(c.zoned_write_bytes),
+            int(c.zone_resets),
+            int(c.zone_appends),
+            int(c.discard_bytes),
+            opt_cell(c.ftl_waf, 4),
+            Cell::opt(c.ftl_gc_relocated_bytes, |v| v.to_string()),
+            Cell::opt(c.ftl_gc_victims, |v| v.to_string()),
+            int(p.fs_used_bytes),
+            int(p.report_file.display()),
+        ]);
     }
-    s
+    t.to_csv()
 }
 
 /// The two-tenant points as CSV.
 pub fn tenants_csv(points: &[TenantPoint]) -> String {
-    let mut s = String::from(
-        "util,tenancy,rep,benchmark,ops_per_s,mb_per_s,p50_us,p99_us,p99_9_us,a_fs,b_fs,a_zones,b_zones,drive_zones,drive_zones_end,window_s,write_mib_s,read_mib_s,bandwidth_utilization,tenant_a_write_mib_s_wall,fill_s,device_s,write_bytes,zone_resets,report\n",
-    );
+    let mut t = Table::new([
+        "util",
+        "tenancy",
+        "rep",
+        "benchmark",
+        "ops_per_s",
+        "mb_per_s",
+        "p50_us",
+        "p99_us",
+        "p99_9_us",
+        "a_fs",
+        "b_fs",
+        "a_zones",
+        "b_zones",
+        "drive_zones",
+        "drive_zones_end",
+        "window_s",
+        "write_mib_s",
+        "read_mib_s",
+        "bandwidth_utilization",
+        "tenant_a_write_mib_s_wall",
+        "fill_s",
+        "device_s",
+        "write_bytes",
+        "zone_resets",
+        "report",
+    ]);
     for p in points {
         let c = &p.capacity_start;
-        let _ = writeln!(
-            s,
-            "{},{},{},{},{:.1},{},{},{},{},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{:.1},{:.3},{:.3},{:.4},{},{:.1},{:.3},{},{},{}",
-            p.util,
-            p.tenancy,
-            p.rep,
-            p.benchmark,
-            p.ops_per_s,
-            opt(p.mb_per_s, 2),
-            opt(p.p50_us, 2),
-            opt(p.p99_us, 2),
-            opt(p.p99_9_us, 2),
-            c.a_fs,
-            c.b_fs,
-            c.a_zones,
-            c.b_zones,
-            c.drive_zones,
-            p.capacity_end.drive_zones,
-            p.bandwidth.window_s,
-            p.bandwidth.write_mib_s,
-            p.bandwidth.read_mib_s,
-            p.bandwidth.utilization,
-            opt(p.tenant_a.map(|f| f.write_mib_per_s), 3),
-            p.fill_s,
-            p.counters.device_s,
-            p.counters.write_bytes,
-            p.counters.zone_resets,
-            p.report_file.display()
-        );
+        t.push([
+            int(&p.util),
+            int(&p.tenancy),
+            int(p.rep),
+            int(&p.benchmark),
+            fixed(p.ops_per_s, 1),
+            opt_cell(p.mb_per_s, 2),
+            opt_cell(p.p50_us, 2),
+            opt_cell(p.p99_us, 2),
+            opt_cell(p.p99_9_us, 2),
+            fixed(c.a_fs, 4),
+            fixed(c.b_fs, 4),
+            fixed(c.a_zones, 4),
+            fixed(c.b_zones, 4),
+            fixed(c.drive_zones, 4),
+            fixed(p.capacity_end.drive_zones, 4),
+            fixed(p.bandwidth.window_s, 1),
+            fixed(p.bandwidth.write_mib_s, 3),
+            fixed(p.bandwidth.read_mib_s, 3),
+            fixed(p.bandwidth.utilization, 4),
+            opt_cell(p.tenant_a.map(|f| f.write_mib_per_s), 3),
+            fixed(p.fill_s, 1),
+            fixed(p.counters.device_s, 3),
+            int(p.counters.write_bytes),
+            int(p.counters.zone_resets),
+            int(p.report_file.display()),
+        ]);
     }
-    s
+    t.to_csv()
 }
 
 fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {
@@ -189,16 +241,6 @@ fn find<'a>(aggs: &'a [Aggregate], config: &str, bench: &str) -> Option<&'a Aggr
         .find(|a| a.config == config && a.benchmark == bench)
 }
 
-/// One finding of the study beside ours.
-#[derive(Debug, Clone, Serialize)]
-pub struct SummaryRow {
-    pub what: String,
-    pub study: String,
-    pub ours: Option<f64>,
-    /// The direction and whether it agrees, or why there is no number.
-    pub note: String,
-}
-
 /// Whether two configurations' ranges over their repetitions overlap
 /// (then their difference is within the runs' own spread).
 fn overlap(x: &Aggregate, y: &Aggregate) -> bool {
@@ -242,7 +284,7 @@ fn ratio_note(r: Option<f64>, x: &str, y: &str, study_expects_little: bool) -> S
 
 /// The study's findings (§4.2) beside ours, and the utilization reached
 /// against Western Digital's advice.
-pub fn summary(points: &StudyPoints) -> Vec<SummaryRow> {
+pub fn summary(points: &StudyPoints) -> Vec<PaperRow> {
     let mut rows = Vec::new();
     let lv = level_aggregates(&points.levels);
     for bench in LEVEL_BENCHMARKS {
@@ -254,11 +296,12 @@ pub fn summary(points: &StudyPoints) -> Vec<SummaryRow> {
                 (Some(x), Some(b)) if b > 0.0 => Some(x.ops_per_s / b),
                 _ => None,
             };
-            rows.push(SummaryRow {
+            rows.push(PaperRow {
                 what: format!("{bench}: {name} / (a) F2FS on block SSD, ops/s"),
-                study: "little to no difference".into(),
+                paper: "little to no difference".into(),
                 ours: r,
                 note: with_spread(ratio_note(r, name, "(a)", true), x, base_agg),
+                ..PaperRow::default()
             });
         }
     }
@@ -277,15 +320,16 @@ pub fn summary(points: &StudyPoints) -> Vec<SummaryRow> {
                 .filter(|p| p.level == "a")
                 .filter_map(|p| p.counters.ftl_gc_relocated_bytes.map(|b| b as f64)),
         );
-        rows.push(SummaryRow {
+        rows.push(PaperRow {
             what: "(a) the SSD's FTL write amplification over a run".into(),
-            study: "not measured (§4.2: an empty drive does little GC)".into(),
+            paper: "not measured (§4.2: an empty drive does little GC)".into(),
             ours: waf,
             note: match gc {
                 Some(g) if g > 0.0 => format!("GC relocated {:.1} MiB", g / 1048576.0),
                 Some(_) => "no device GC: the drive stays nearly empty".into(),
                 None => "not run".into(),
             },
+            ..PaperRow::default()
         });
     }
     let tv = tenant_aggregates(&points.tenants);
@@ -305,23 +349,24 @@ pub fn summary(points: &StudyPoints) -> Vec<SummaryRow> {
                     false,
                 )
             };
-            rows.push(SummaryRow {
+            rows.push(PaperRow {
                 what: format!("two tenants, {util} utilization: B {bench} with A / B alone, ops/s"),
-                study: study.into(),
+                paper: study.into(),
                 ours: r,
                 note: with_spread(
                     ratio_note(r, "B with A", "B alone", expects_little),
                     shared,
                     alone,
                 ),
+                ..PaperRow::default()
             });
             let p99 = match (shared.and_then(|s| s.p99_us), alone.and_then(|a| a.p99_us)) {
                 (Some(s), Some(a)) if a > 0.0 => Some(s / a),
                 _ => None,
             };
-            rows.push(SummaryRow {
+            rows.push(PaperRow {
                 what: format!("two tenants, {util} utilization: B {bench} P99 with A / alone"),
-                study: "not reported".into(),
+                paper: "not reported".into(),
                 ours: p99,
                 note: p99.map_or("not run".into(), |r| {
                     format!(
@@ -330,6 +375,7 @@ pub fn summary(points: &StudyPoints) -> Vec<SummaryRow> {
                         if r >= 1.0 { "higher" } else { "lower" }
                     )
                 }),
+                ..PaperRow::default()
             });
         }
         let alone: Vec<&TenantPoint> = points
@@ -354,33 +400,30 @@ pub fn summary(points: &StudyPoints) -> Vec<SummaryRow> {
             Some(v) if v > min => format!("{:.0} %: above {:.0} %", v * 100.0, min * 100.0),
             Some(v) => format!("{:.0} %: below {:.0} %", v * 100.0, min * 100.0),
         };
-        rows.push(SummaryRow {
+        rows.push(PaperRow {
             what: format!(
                 "{util} utilization: capacity, the drive's zones written (F2FS A: {} of its free space)",
                 fs_a.map_or("—".into(), |v| format!("{:.0} %", v * 100.0))
             ),
-            study: "WD: > 50 % (preferably 80 %+); the study's runs were far below".into(),
+            paper: "WD: > 50 % (preferably 80 %+); the study's runs were far below".into(),
             ours: cap,
             note: advice(cap, 0.8),
+            ..PaperRow::default()
         });
-        rows.push(SummaryRow {
+        rows.push(PaperRow {
             what: format!("{util} utilization: bandwidth while B runs with A (share of peak)"),
-            study: "WD: > 30 % of the device bandwidth".into(),
+            paper: "WD: > 30 % of the device bandwidth".into(),
             ours: bw,
             note: advice(bw, 0.3),
+            ..PaperRow::default()
         });
     }
     rows
 }
 
 /// The summary as a Markdown table.
-pub fn summary_markdown(rows: &[SummaryRow]) -> String {
-    let mut s = String::from("| measure | study | ours | note |\n|---|---|---|---|\n");
-    for r in rows {
-        let ours = r.ours.map_or("—".to_string(), |v| format!("{v:.3}"));
-        let _ = writeln!(s, "| {} | {} | {ours} | {} |", r.what, r.study, r.note);
-    }
-    s
+pub fn summary_markdown(rows: &[PaperRow]) -> String {
+    compare::markdown(rows, "study")
 }
 
 /// The absolute figures (mean over repetitions) as Markdown tables.

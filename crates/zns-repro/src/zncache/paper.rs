@@ -14,6 +14,7 @@
 
 use serde::Serialize;
 use zns_cache::run::RunReport;
+use zns_plot::table::{Cell as TableCell, Table};
 
 /// One labelled run of an experiment.
 #[derive(Debug, Clone, Serialize)]
@@ -67,27 +68,9 @@ impl Metric {
     }
 }
 
-/// Whether a paper figure was used to set the block drive's parameters,
-/// checks them, or is set against a diagnostic run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Role {
-    Calibration,
-    Validation,
-    /// A run changed in one respect to show what a validation figure's
-    /// error comes from (label suffix [`OUT_OF_STEP`]); not validation.
-    Diagnostic,
-}
-
-impl Role {
-    pub fn name(self) -> &'static str {
-        match self {
-            Role::Calibration => "calibration",
-            Role::Validation => "validation",
-            Role::Diagnostic => "diagnostic",
-        }
-    }
-}
+/// The role of a figure (the block drive's calibration set, or the rest,
+/// which validates; a run out of step is diagnostic).
+pub use crate::compare::Role;
 
 /// Label suffix of a diagnostic run whose workers started out of step
 /// (`RunSpec::stagger_start`): compared with the cell of the label without
@@ -473,20 +456,27 @@ pub fn summary(rows: &[Comparison]) -> Vec<String> {
 
 /// The rows as CSV.
 pub fn csv(rows: &[Comparison]) -> String {
-    let mut s = String::from("run,metric,table,paper,ours,error_pct,role\n");
+    let mut t = Table::new([
+        "run",
+        "metric",
+        "table",
+        "paper",
+        "ours",
+        "error_pct",
+        "role",
+    ]);
     for r in rows {
-        s.push_str(&format!(
-            "{},{},{},{},{:.6},{:.2},{}\n",
-            r.run,
-            r.metric.name(),
-            r.table,
-            r.paper,
-            r.ours,
-            r.error_pct,
-            r.role.name()
-        ));
+        t.push([
+            TableCell::text(r.run.as_str()),
+            TableCell::text(r.metric.name()),
+            TableCell::text(r.table.to_string()),
+            TableCell::text(r.paper.to_string()),
+            TableCell::text(format!("{:.6}", r.ours)),
+            TableCell::text(format!("{:.2}", r.error_pct)),
+            TableCell::text(r.role.name()),
+        ]);
     }
-    s
+    t.to_csv()
 }
 
 #[cfg(test)]

@@ -15,6 +15,10 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use zns_raid::RaidStats;
 
+use zns_plot::table::{Cell, Table};
+
+use crate::compare::{self, PaperRow};
+
 use zns_apps::calibrate::{calibrate, Calibration};
 use zns_apps::experiment::{earlier_run, run_on_f2fs, RunEnv, RunResult, Workload};
 use zns_apps::outfiles::{self, spread};
@@ -344,15 +348,25 @@ pub fn calibrate_speed(
         &dir.join("calibration.serve.json"),
     )
     .map_err(|e| e.context("speed check"))?;
-    let mut csv = String::from("job,target,speed,served_mib_per_s,bench_mib_per_s,ratio\n");
+    let mut csv = Table::new([
+        "job",
+        "target",
+        "speed",
+        "served_mib_per_s",
+        "bench_mib_per_s",
+        "ratio",
+    ]);
     for c in &cal {
-        let _ = writeln!(
-            csv,
-            "{},\"{}\",{},{:.3},{:.3},{:.4}",
-            c.job, c.target, c.speed, c.served_mib_per_s, c.bench_mib_per_s, c.ratio
-        );
+        csv.push([
+            Cell::text(c.job.as_str()),
+            Cell::Quoted(c.target.clone()),
+            Cell::text(c.speed.to_string()),
+            fixed(c.served_mib_per_s, 3),
+            fixed(c.bench_mib_per_s, 3),
+            fixed(c.ratio, 4),
+        ]);
     }
-    outfiles::write(&opts.out_dir, "calibration.csv", csv)?;
+    outfiles::write(&opts.out_dir, "calibration.csv", csv.to_csv())?;
     outfiles::write_json(&opts.out_dir, "calibration.json", &cal)?;
     Ok(cal)
 }
@@ -530,34 +544,59 @@ pub fn read_points(dir: &std::path::Path) -> Result<Vec<AppPoint>, AppError> {
 
 /// The points as CSV (one row per run, the array's counters included).
 pub fn points_csv(points: &[AppPoint]) -> String {
-    let mut s = String::from(
-        "fig,workload,variant,rep,ops_per_s,mb_per_s,device_s,flash_waf,host_blocks,data_blocks,parity_blocks,pp_temporary_blocks,pp_permanent_blocks,pp_header_blocks,pp_related_blocks,pp_gc_count,report\n",
-    );
+    let mut t = Table::new([
+        "fig",
+        "workload",
+        "variant",
+        "rep",
+        "ops_per_s",
+        "mb_per_s",
+        "device_s",
+        "flash_waf",
+        "host_blocks",
+        "data_blocks",
+        "parity_blocks",
+        "pp_temporary_blocks",
+        "pp_permanent_blocks",
+        "pp_header_blocks",
+        "pp_related_blocks",
+        "pp_gc_count",
+        "report",
+    ]);
     for p in points {
         let st = p.stats.unwrap_or_default();
-        let _ = writeln!(
-            s,
-            "{},{},{},{},{:.1},{},{:.3},{:.4},{},{},{},{},{},{},{},{},{}",
-            p.fig,
-            p.workload,
-            p.variant,
-            p.rep,
-            p.ops_per_s,
-            p.mb_per_s.map(|m| format!("{m:.2}")).unwrap_or_default(),
-            p.device_s,
-            st.flash_waf(),
-            st.host_blocks,
-            st.data_blocks,
-            st.parity_blocks,
-            st.temporary_pp_blocks(),
-            st.permanent_pp_blocks(),
-            st.pp_header_blocks,
-            st.pp_related_blocks(),
-            st.pp_gc_count,
-            p.report_file.display()
+        let mut row = vec![
+            Cell::text(p.fig.as_str()),
+            Cell::text(p.workload.as_str()),
+            Cell::text(p.variant.as_str()),
+            Cell::text(p.rep.to_string()),
+            fixed(p.ops_per_s, 1),
+            Cell::opt(p.mb_per_s, |m| format!("{m:.2}")),
+            fixed(p.device_s, 3),
+            fixed(st.flash_waf(), 4),
+        ];
+        row.extend(
+            [
+                st.host_blocks,
+                st.data_blocks,
+                st.parity_blocks,
+                st.temporary_pp_blocks(),
+                st.permanent_pp_blocks(),
+                st.pp_header_blocks,
+                st.pp_related_blocks(),
+                st.pp_gc_count,
+            ]
+            .map(|n| Cell::text(n.to_string())),
         );
+        row.push(Cell::text(p.report_file.display().to_string()));
+        t.push(row);
     }
-    s
+    t.to_csv()
+}
+
+/// `v` with `digits` decimals.
+fn fixed(v: f64, digits: usize) -> Cell {
+    Cell::text(format!("{v:.digits$}"))
 }
 
 /// One workload's throughput per variant, normalized to RAIZN+.
@@ -627,16 +666,6 @@ pub fn normalize(points: &[AppPoint]) -> Vec<Normalized> {
     out
 }
 
-/// One number of the paper beside ours.
-#[derive(Debug, Clone, Serialize)]
-pub struct SummaryRow {
-    pub what: String,
-    pub paper: String,
-    pub ours: Option<f64>,
-    /// How ours compares (ahead / behind, by how much) or why there is none.
-    pub note: String,
-}
-
 fn norm_of(n: &[Normalized], fig: &str, w: &str, v: &str) -> Option<f64> {
     n.iter()
         .find(|x| x.fig == fig && x.workload == w && x.variant == v)
@@ -676,16 +705,17 @@ fn gain_note(ours: Option<f64>, paper_gain_pct: f64) -> String {
 }
 
 /// The paper's numbers of Fig. 9, Fig. 10 and §6.4 beside ours.
-pub fn summary(points: &[AppPoint]) -> Vec<SummaryRow> {
+pub fn summary(points: &[AppPoint]) -> Vec<PaperRow> {
     let n = normalize(points);
     let mut rows = Vec::new();
     let mut ratio = |what: &str, paper: &str, fig: &str, w: &str, gain: f64| {
         let ours = norm_of(&n, fig, w, "zraid");
-        rows.push(SummaryRow {
+        rows.push(PaperRow {
             what: what.into(),
             paper: paper.into(),
             ours,
             note: gain_note(ours, gain),
+            ..PaperRow::default()
         });
     };
     ratio(
@@ -711,20 +741,21 @@ pub fn summary(points: &[AppPoint]) -> Vec<SummaryRow> {
         16.2,
     );
     let varmail_raizn = stats_sum(points, "fig9", "raizn", Some("varmail")).map(|s| s.flash_waf());
-    rows.push(SummaryRow {
+    rows.push(PaperRow {
         what: "Fig. 9 VARMAIL: RAIZN flash WAF".into(),
         paper: "2.44".into(),
         ours: varmail_raizn,
         note: varmail_raizn.map_or("not run".into(), |w| {
             format!("{:+.1} % from the paper", (w / 2.44 - 1.0) * 100.0)
         }),
+        ..PaperRow::default()
     });
     let fig10: Vec<f64> = ["fillseq", "fillrandom", "overwrite"]
         .iter()
         .filter_map(|w| norm_of(&n, "fig10", w, "zraid"))
         .collect();
     let mean10 = spread(&fig10).map(|s| s.0);
-    rows.push(SummaryRow {
+    rows.push(PaperRow {
         what: format!(
             "Fig. 10 db_bench: ZRAID / RAIZN+, mean of {} workloads",
             fig10.len()
@@ -732,14 +763,16 @@ pub fn summary(points: &[AppPoint]) -> Vec<SummaryRow> {
         paper: "1.145".into(),
         ours: mean10,
         note: gain_note(mean10, 14.5),
+        ..PaperRow::default()
     });
     let waf = |v: &str, w: Option<&str>| stats_sum(points, "fig10", v, w).map(|s| s.flash_waf());
     let mut add = |what: &str, paper: &str, ours: Option<f64>, note: String| {
-        rows.push(SummaryRow {
+        rows.push(PaperRow {
             what: what.into(),
             paper: paper.into(),
             ours,
             note,
+            ..PaperRow::default()
         })
     };
     let waf_note = |ours: Option<f64>, paper: f64| {
@@ -819,13 +852,8 @@ pub fn summary(points: &[AppPoint]) -> Vec<SummaryRow> {
 }
 
 /// The summary as a Markdown table.
-pub fn summary_markdown(rows: &[SummaryRow]) -> String {
-    let mut s = String::from("| measure | paper | ours | note |\n|---|---|---|---|\n");
-    for r in rows {
-        let ours = r.ours.map_or("—".to_string(), |v| format!("{v:.3}"));
-        let _ = writeln!(s, "| {} | {} | {ours} | {} |", r.what, r.paper, r.note);
-    }
-    s
+pub fn summary_markdown(rows: &[PaperRow]) -> String {
+    compare::markdown(rows, "paper")
 }
 
 /// Writes the figures' files into `dir`: points.json (what
@@ -847,23 +875,31 @@ pub fn write_outputs(
     };
     write("points.csv", points_csv(points))?;
     let n = normalize(points);
-    let mut csv = String::from("fig,workload,variant,reps,mean_ops_per_s,normalized,normalized_min,normalized_max,mean_flash_waf\n");
+    let mut csv = Table::new([
+        "fig",
+        "workload",
+        "variant",
+        "reps",
+        "mean_ops_per_s",
+        "normalized",
+        "normalized_min",
+        "normalized_max",
+        "mean_flash_waf",
+    ]);
     for x in &n {
-        let _ = writeln!(
-            csv,
-            "{},{},{},{},{:.1},{:.4},{:.4},{:.4},{:.4}",
-            x.fig,
-            x.workload,
-            x.variant,
-            x.reps,
-            x.mean_ops_per_s,
-            x.normalized,
-            x.normalized_min,
-            x.normalized_max,
-            x.mean_flash_waf
-        );
+        csv.push([
+            Cell::text(x.fig.as_str()),
+            Cell::text(x.workload.as_str()),
+            Cell::text(x.variant.as_str()),
+            Cell::text(x.reps.to_string()),
+            fixed(x.mean_ops_per_s, 1),
+            fixed(x.normalized, 4),
+            fixed(x.normalized_min, 4),
+            fixed(x.normalized_max, 4),
+            fixed(x.mean_flash_waf, 4),
+        ]);
     }
-    write("normalized.csv", csv)?;
+    write("normalized.csv", csv.to_csv())?;
     let rows = summary(points);
     write("summary.md", summary_markdown(&rows))?;
     write(

@@ -27,6 +27,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 use zns_plot::plotters::prelude::*;
+use zns_plot::table::{Cell, Table};
 use zns_plot::{draw_legend, frame, raid_style, styled_line, Axes, PlotError, PANEL};
 use zns_raid::{RaidStats, Variant};
 
@@ -589,36 +590,58 @@ pub fn summary_text(r: &Report) -> String {
 }
 
 fn csv_of(points: &[&Point]) -> String {
-    let mut out = String::from(
-        "fig,variant,members,bs_bytes,zones,mb_per_s,flash_waf,host_blocks,data_blocks,parity_blocks,pp_zrwa_blocks,pp_md_blocks,pp_log_blocks,pp_header_blocks,pp_gc_count,pp_gc_blocks,wplog_blocks,md_blocks,zrwa_flushes\n",
-    );
+    let mut t = Table::new([
+        "fig",
+        "variant",
+        "members",
+        "bs_bytes",
+        "zones",
+        "mb_per_s",
+        "flash_waf",
+        "host_blocks",
+        "data_blocks",
+        "parity_blocks",
+        "pp_zrwa_blocks",
+        "pp_md_blocks",
+        "pp_log_blocks",
+        "pp_header_blocks",
+        "pp_gc_count",
+        "pp_gc_blocks",
+        "wplog_blocks",
+        "md_blocks",
+        "zrwa_flushes",
+    ]);
     for p in points {
         let s = &p.stats;
-        let _ = writeln!(
-            out,
-            "{},{},\"{}\",{},{},{:.1},{:.4},{},{},{},{},{},{},{},{},{},{},{},{}",
-            p.fig,
-            p.variant,
-            p.members,
-            p.bs_bytes,
-            p.zones,
-            p.mb_per_s,
-            p.flash_waf,
-            s.host_blocks,
-            s.data_blocks,
-            s.parity_blocks,
-            s.pp_zrwa_blocks,
-            s.pp_md_blocks,
-            s.pp_log_blocks,
-            s.pp_header_blocks,
-            s.pp_gc_count,
-            s.pp_gc_blocks,
-            s.wplog_blocks,
-            s.md_blocks,
-            s.zrwa_flushes
+        let mut row = vec![
+            Cell::text(p.fig),
+            Cell::text(p.variant),
+            Cell::Quoted(p.members.clone()),
+            Cell::text(p.bs_bytes.to_string()),
+            Cell::text(p.zones.to_string()),
+            Cell::text(format!("{:.1}", p.mb_per_s)),
+            Cell::text(format!("{:.4}", p.flash_waf)),
+        ];
+        row.extend(
+            [
+                s.host_blocks,
+                s.data_blocks,
+                s.parity_blocks,
+                s.pp_zrwa_blocks,
+                s.pp_md_blocks,
+                s.pp_log_blocks,
+                s.pp_header_blocks,
+                s.pp_gc_count,
+                s.pp_gc_blocks,
+                s.wplog_blocks,
+                s.md_blocks,
+                s.zrwa_flushes,
+            ]
+            .map(|n| Cell::text(n.to_string())),
         );
+        t.push(row);
     }
-    out
+    t.to_csv()
 }
 
 /// One panel of a figure: a series of (x, y) points per design and
