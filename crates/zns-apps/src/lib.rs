@@ -63,12 +63,10 @@ pub enum AppError {
     /// `--resume` continues).
     #[error("{0}")]
     Invalid(String),
-    /// A profile the experiment derives that does not load.
-    #[error(transparent)]
-    Profile(#[from] zns_device::ProfileError),
-    /// A figure that could not be drawn.
-    #[error(transparent)]
-    Plot(#[from] zns_plot::PlotError),
+    /// A step of an experiment built on these (a profile it derives, a
+    /// figure it draws) that failed, said by its own error.
+    #[error("{0}")]
+    Step(String),
     /// An error said of the step it stopped (`speed check: …`).
     #[error("{context}: {source}")]
     Context {

@@ -23,3 +23,9 @@ pub mod fidelity;
 pub mod study;
 pub mod zncache;
 pub mod zraid;
+
+/// A failed step of an application experiment (a profile it derives, a
+/// figure it draws), as zns-apps' error, said by its own message.
+pub(crate) fn step(e: impl std::fmt::Display) -> zns_apps::AppError {
+    zns_apps::AppError::Step(e.to_string())
+}

@@ -626,7 +626,8 @@ pub fn write_outputs(
                 reference: Some(1.0),
             },
             &path,
-        )?;
+        )
+        .map_err(crate::step)?;
         files.push(path);
     }
     let tv = tenant_aggregates(&points.tenants);
@@ -678,7 +679,8 @@ pub fn write_outputs(
                 reference: Some(1.0),
             },
             &path,
-        )?;
+        )
+        .map_err(crate::step)?;
         files.push(path);
     }
     Ok(files)

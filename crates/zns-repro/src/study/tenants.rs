@@ -47,7 +47,7 @@ pub fn tenant_b_args(scale: &Scale, db: &str) -> Vec<String> {
 /// conventional namespace (F2FS's metadata) and two zoned namespaces of
 /// the scaled zones (tenant A, tenant B), sharing the flash.
 pub fn tenant_profile(scale: &Scale) -> Result<Profile, AppError> {
-    let base = Profile::builtin("zn540-cns")?;
+    let base = Profile::builtin("zn540-cns").map_err(crate::step)?;
     let mut conv = None;
     let mut zoned = None;
     for ns in &base.namespaces {
@@ -94,7 +94,7 @@ pub fn tenant_profile(scale: &Scale) -> Result<Profile, AppError> {
         ns(scale.zones_b, true),
     ];
     // (parsed again: the timing model takes the zone geometry from it)
-    Ok(Profile::from_toml(&p.to_toml(), "zn540-two-tenants")?)
+    Ok(Profile::from_toml(&p.to_toml(), "zn540-two-tenants").map_err(crate::step)?)
 }
 
 /// The profile's peak write bandwidth (every die programming) and read

@@ -274,7 +274,7 @@ const MEMBERS: u64 = 5;
 fn meta_profile(opts: &ZraidAppOptions) -> Result<String, AppError> {
     use zns_device::{NamespaceProfile, Profile};
     let member = Profile::load(&opts.member)
-        .map_err(|e| AppError::from(e).context(format!("--member {}", opts.member)))?;
+        .map_err(|e| crate::step(e).context(format!("--member {}", opts.member)))?;
     let zone_lbas = member
         .first_zoned()
         .and_then(|i| match &member.namespaces[i] {
@@ -284,7 +284,7 @@ fn meta_profile(opts: &ZraidAppOptions) -> Result<String, AppError> {
         .ok_or_else(|| {
             AppError::Invalid(format!("--member {}: no zoned namespace", opts.member))
         })?;
-    let meta = Profile::load(&opts.meta).map_err(|e| AppError::from(e).context(&opts.meta))?;
+    let meta = Profile::load(&opts.meta).map_err(|e| crate::step(e).context(&opts.meta))?;
     let (index, own) = meta
         .namespaces
         .iter()
@@ -302,7 +302,7 @@ fn meta_profile(opts: &ZraidAppOptions) -> Result<String, AppError> {
     let lbas = own.max(3 * (MEMBERS - 1) * zone_lbas);
     let meta = meta
         .with_overrides(&[(format!("namespace.{index}.capacity_lbas"), lbas.to_string())])
-        .map_err(|e| AppError::from(e).context(&opts.meta))?;
+        .map_err(|e| crate::step(e).context(&opts.meta))?;
     let dir = opts.out_dir.join("runs");
     std::fs::create_dir_all(&dir).map_err(AppError::file(&dir))?;
     let path = dir.join("meta.toml");
@@ -964,7 +964,8 @@ pub fn write_outputs(
             "workload",
             &color_of,
             &path,
-        )?;
+        )
+        .map_err(crate::step)?;
         files.push(path);
     }
     Ok(files)
