@@ -20,7 +20,7 @@ use std::fmt;
 use std::time::Duration;
 
 use thiserror::Error;
-use zns_target::size::{parse_bytes, split_number};
+use zns_target::size::parse_bytes;
 
 // ---------------------------------------------------------------------------
 // Option table
@@ -746,25 +746,12 @@ pub fn parse_size(s: &str) -> Option<SizeSpec> {
     parse_bytes(s).ok().map(SizeSpec::Bytes)
 }
 
-/// Parse a duration; a plain number is in `default_unit_us` microseconds.
+/// Parse a duration under znskit's one rule (`zns_target::parse_duration_ns`);
+/// a plain number is in `default_unit_us` microseconds.
 pub fn parse_time(s: &str, default_unit_us: u64) -> Option<Duration> {
-    let s = s.trim();
-    let (num, suffix) = split_number(s);
-    if num.is_empty() {
-        return None;
-    }
-    let n: u64 = num.parse().ok()?;
-    let unit_us: u64 = match suffix.trim().to_ascii_lowercase().as_str() {
-        "" => default_unit_us,
-        "us" | "usec" => 1,
-        "ms" | "msec" => 1_000,
-        "s" | "sec" => SECS,
-        "m" | "min" => 60 * SECS,
-        "h" => 3600 * SECS,
-        "d" => 86_400 * SECS,
-        _ => return None,
-    };
-    n.checked_mul(unit_us).map(Duration::from_micros)
+    zns_target::parse_duration_ns(s, default_unit_us.checked_mul(1_000)?)
+        .ok()
+        .map(Duration::from_nanos)
 }
 
 fn parse_bool(s: &str) -> Option<bool> {

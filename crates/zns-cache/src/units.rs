@@ -1,37 +1,15 @@
-//! Parsing of durations (`40ms`, `1h`, returned in nanoseconds) given on the
-//! command line or in experiment definitions, and sizes for humans
-//! (`fmt_bytes`). Sizes are parsed by `zns_target::parse_bytes` (fio's rule).
+//! Durations (`40ms`, `1h`, in nanoseconds) read by znskit's one duration
+//! rule (`zns_target::parse_duration_ns`, a plain number in seconds), and
+//! sizes for humans (`fmt_bytes`). Sizes are parsed by
+//! `zns_target::parse_bytes` (fio's rule).
 
 use crate::error::CacheError;
 
-/// Nanoseconds from `N` (seconds), `Nns`, `Nus`, `Nms`, `Ns`, `Nm`, `Nh`.
+/// Nanoseconds from a duration under znskit's one rule
+/// (`zns_target::parse_duration_ns`), a plain number in seconds; a
+/// duration that does not read is a parameter error.
 pub fn parse_duration_ns(s: &str) -> Result<u64, CacheError> {
-    let t = s.trim().to_ascii_lowercase();
-    let digits_end = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(digits_end);
-    let scale: f64 = match unit.trim() {
-        "ns" => 1.0,
-        "us" | "µs" => 1e3,
-        "ms" => 1e6,
-        "" | "s" | "sec" => 1e9,
-        "m" | "min" => 60e9,
-        "h" => 3600e9,
-        _ => {
-            return Err(CacheError::Param(format!(
-                "duration `{s}`: unknown unit (use ns, us, ms, s, m or h)"
-            )))
-        }
-    };
-    let value: f64 = num
-        .parse()
-        .map_err(|_| CacheError::Param(format!("duration `{s}`: not a number")))?;
-    let ns = (value * scale).round();
-    if !ns.is_finite() || ns < 0.0 || ns >= u64::MAX as f64 {
-        return Err(CacheError::Param(format!("duration `{s}`: out of range")));
-    }
-    Ok(ns as u64)
+    zns_target::parse_duration_ns(s, 1_000_000_000).map_err(|e| CacheError::Param(e.to_string()))
 }
 
 /// A byte count for humans: `64 KiB`, `1077 MiB`, `1.5 GiB`.

@@ -6,8 +6,8 @@
 use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
-use zns_device::Profile;
-use zns_raid::crashtest::{self, CrashShape, PolicyReport, TrialOutcome};
+use zns_raid::crash_params::{CrashParams, DEFAULT_TRIALS};
+use zns_raid::crashtest::{self, PolicyReport, TrialOutcome};
 use zns_raid::Policy;
 
 use crate::progress::Eta;
@@ -29,37 +29,13 @@ pub struct CrashtestArgs {
     /// Consistency policy: stripe, chunk, wplog; repeat or comma-separate (default: all three).
     #[arg(long, value_delimiter = ',')]
     policy: Vec<String>,
-    /// Trials per policy (default 100, or 1 with --seed).
-    #[arg(long)]
-    trials: Option<u64>,
     /// Seed of the first trial (trial i uses seed + i). A failing trial's seed replays it.
     #[arg(long)]
     seed: Option<u64>,
-    /// Fail one member (chosen by the seed) after power returns, recover degraded, rebuild onto a spare.
-    #[arg(long)]
-    fail_device: bool,
-    /// Members of the array.
-    #[arg(long, default_value_t = 5)]
-    members: usize,
-    /// Chunk size in KiB.
-    #[arg(long, default_value_t = 64)]
-    chunk_kib: u64,
-    /// Logical zones the workload fills one after the other.
-    #[arg(long, default_value_t = 3)]
-    zones: u32,
-    /// Writes in flight.
-    #[arg(long, default_value_t = 1)]
-    qd: usize,
-    /// Latest power-cut instant, in virtual milliseconds (the cut is uniform in [0.1 ms, this]).
-    #[arg(long, default_value_t = 15.0)]
-    max_cut_ms: f64,
-    /// Member profile (default: the ZN540 with 8 zones of 4 MiB capacity).
-    #[arg(long)]
-    profile: Option<String>,
-    /// Advance write pointers over a write's stripes only when the whole write
-    /// completed, as the paper's ZRAID does (default: per completed stripe).
-    #[arg(long)]
-    per_write_progress: bool,
+    /// The array and its workload (zns_raid::crash_params: the flags, the
+    /// sweep's keys and the Python package's arguments are its fields).
+    #[command(flatten)]
+    params: CrashParams,
     /// The paper's procedure (§6.6): progress per write, QD 1, and the
     /// workload prints each acknowledged end LBA to a serial console before
     /// its next write; the last line printed before the cut is what must
@@ -117,29 +93,22 @@ fn crashtest_cmd(args: CrashtestArgs) -> Result<ExitCode, CliError> {
         }
     };
     let seed = args.seed.unwrap_or(1);
-    let shape = CrashShape {
-        members: args.members,
-        chunk_kib: args.chunk_kib,
-        zones: args.zones,
-        queue_depth: args.qd,
-        max_cut_ms: args.max_cut_ms,
-        trials: args
-            .trials
-            .unwrap_or(if args.seed.is_some() { 1 } else { 100 }),
-        fail_device: args.fail_device,
-        progress_per_write: args.per_write_progress,
-        serial_log,
-        profile: match &args.profile {
-            Some(p) => Profile::load(p).map_err(|e| CliError::Input(e.to_string()))?,
-            None => crashtest::crash_profile(),
-        },
+    let params = &args.params;
+    let default_trials = if args.seed.is_some() {
+        1
+    } else {
+        DEFAULT_TRIALS
     };
+    let shape = params
+        .shape(default_trials, serial_log)
+        .map_err(|e| CliError::Input(e.to_string()))?;
     // every policy's configuration before any trial: a wrong argument is a
     // usage error, not data lost in every trial
     let configs = policies
         .iter()
         .map(|&policy| shape.config(policy).map(|cfg| (policy, cfg)))
         .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| params.as_given(e))
         .map_err(|e| match e.param {
             "profile" => CliError::Input(e.problem),
             _ => CliError::Usage(format!(
@@ -210,9 +179,9 @@ fn crashtest_cmd(args: CrashtestArgs) -> Result<ExitCode, CliError> {
         outln!(
             "{}",
             serde_json::to_string_pretty(&serde_json::json!({
-                "members": args.members,
-                "chunk_kib": args.chunk_kib,
-                "fail_device": args.fail_device,
+                "members": params.members,
+                "chunk_kib": chunk_kib_json(shape.chunk_bytes),
+                "fail_device": params.fail_device,
                 "per_write_progress": per_write,
                 "serial_log_line_ns": serial_log.map(|l| l.line_ns),
                 "policies": v,
@@ -222,10 +191,10 @@ fn crashtest_cmd(args: CrashtestArgs) -> Result<ExitCode, CliError> {
     } else {
         outln!(
             "crash test: {} members, {} KiB chunks, {trials} trial{} per policy from seed {seed}{}{}{}",
-            args.members,
-            args.chunk_kib,
+            params.members,
+            chunk_kib_json(shape.chunk_bytes),
             if trials == 1 { "" } else { "s" },
-            if args.fail_device {
+            if params.fail_device {
                 ", one member failed after power loss (then rebuilt)"
             } else {
                 ""
@@ -285,12 +254,12 @@ fn crashtest_cmd(args: CrashtestArgs) -> Result<ExitCode, CliError> {
                     o.failure.as_deref().unwrap_or(""),
                     p.name(),
                     o.seed,
-                    if args.fail_device {
+                    if params.fail_device {
                         " --fail-device"
                     } else {
                         ""
                     },
-                    if args.per_write_progress {
+                    if params.per_write_progress {
                         " --per-write-progress"
                     } else {
                         ""
@@ -312,4 +281,14 @@ fn crashtest_cmd(args: CrashtestArgs) -> Result<ExitCode, CliError> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The chunk in KiB as the report gives it: a whole number when it is
+/// whole KiB (every chunk the ZN540's members take), else a fraction.
+fn chunk_kib_json(bytes: u64) -> serde_json::Value {
+    if bytes % 1024 == 0 {
+        serde_json::json!(bytes / 1024)
+    } else {
+        serde_json::json!(bytes as f64 / 1024.0)
+    }
 }

@@ -11,6 +11,7 @@
 pub mod device;
 pub mod status;
 pub mod types;
+pub mod units;
 pub mod zones;
 
 pub use device::{BlockDevice, CmdFuture, IoFlags, ZonedDevice};

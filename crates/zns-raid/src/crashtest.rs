@@ -23,6 +23,9 @@ use zns_sim::sync::Semaphore;
 use zns_sim::timing::HostStack;
 use zns_sim::Runtime;
 
+use crate::crash_params::{
+    DEFAULT_MAX_CUT_MS, DEFAULT_MEMBERS, DEFAULT_QD, DEFAULT_TRIALS, DEFAULT_ZONES,
+};
 use crate::{Policy, RaidArray, RaidError, RaidOptions};
 
 /// The repeating pattern (7 bytes: not a divisor of the block size).
@@ -164,7 +167,7 @@ fn crash_raid_options(chunk_bytes: u64, policy: Policy, progress_per_write: bool
 #[derive(Debug, Clone)]
 pub struct CrashShape {
     pub members: usize,
-    pub chunk_kib: u64,
+    pub chunk_bytes: u64,
     pub zones: u32,
     pub queue_depth: usize,
     pub max_cut_ms: f64,
@@ -177,7 +180,8 @@ pub struct CrashShape {
 }
 
 /// A [`CrashShape`] parameter out of range: `param` is its name in snake
-/// case (each front end spells it its way: `--chunk-kib`, `chunk_kib =`),
+/// case, as [`CrashParams`](crate::crash_params::CrashParams) names it
+/// (each front end spells it its way: `--chunk`, `chunk =`),
 /// `value` as given, `problem` what is wrong with it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{param} = {value}: {problem}")]
@@ -192,12 +196,12 @@ impl CrashShape {
     /// QD 1, power cuts up to 15 ms, 100 trials, on `crash_profile()`.
     pub fn new() -> CrashShape {
         CrashShape {
-            members: 5,
-            chunk_kib: crate::DEFAULT_CHUNK_BYTES / 1024,
-            zones: 3,
-            queue_depth: 1,
-            max_cut_ms: 15.0,
-            trials: 100,
+            members: DEFAULT_MEMBERS,
+            chunk_bytes: crate::DEFAULT_CHUNK_BYTES,
+            zones: DEFAULT_ZONES,
+            queue_depth: DEFAULT_QD,
+            max_cut_ms: DEFAULT_MAX_CUT_MS,
+            trials: DEFAULT_TRIALS,
             fail_device: false,
             progress_per_write: false,
             serial_log: None,
@@ -209,9 +213,7 @@ impl CrashShape {
     /// wrong argument, not data lost in every trial.
     pub fn check(&self) -> Result<(), ShapeError> {
         let lba_bytes = member_lba_bytes(&self.profile);
-        let chunk_fits = |b: u64| {
-            (self.chunk_kib.checked_mul(1024)).is_some_and(|bytes| bytes != 0 && bytes % b == 0)
-        };
+        let chunk_fits = |b: u64| self.chunk_bytes != 0 && self.chunk_bytes % b == 0;
         // (wrong?, parameter, value as given, what is wrong), first match wins
         let rules: [(bool, &'static str, String, String); 8] = [
             (
@@ -259,8 +261,8 @@ impl CrashShape {
             ),
             (
                 lba_bytes.is_some_and(|b| !chunk_fits(b)),
-                "chunk_kib",
-                self.chunk_kib.to_string(),
+                "chunk",
+                self.chunk_bytes.to_string(),
                 format!(
                     "the chunk must be a non-zero whole number of the members' {}-byte blocks",
                     lba_bytes.unwrap_or(0)
@@ -284,7 +286,7 @@ impl CrashShape {
         let Some(member) = member_zoned_config(&self.profile) else {
             return Ok(()); // refused above
         };
-        let opts = crash_raid_options(self.chunk_kib * 1024, Policy::WpLog, false);
+        let opts = crash_raid_options(self.chunk_bytes, Policy::WpLog, false);
         let e = match RaidArray::check_geometry(member, self.members, &opts) {
             Ok(_) => return Ok(()),
             Err(e) => e,
@@ -294,12 +296,12 @@ impl CrashShape {
             RaidError::ChunkTooSmall { .. }
             | RaidError::ChunkTooLarge { .. }
             | RaidError::ChunkOverLimit { .. }
-            | RaidError::ZoneTooSmall { .. } => "chunk_kib",
+            | RaidError::ZoneTooSmall { .. } => "chunk",
             _ => "profile",
         };
         let value = match param {
             "members" => self.members.to_string(),
-            "chunk_kib" => self.chunk_kib.to_string(),
+            "chunk" => self.chunk_bytes.to_string(),
             _ => self.profile.name.clone(),
         };
         let problem = format!("{e} (members: profile {})", self.profile.name);
@@ -322,7 +324,7 @@ impl CrashShape {
         let mut cfg = CrashConfig::new(policy);
         cfg.fail_device = self.fail_device;
         cfg.members = self.members;
-        cfg.chunk_bytes = self.chunk_kib * 1024;
+        cfg.chunk_bytes = self.chunk_bytes;
         cfg.zones = self.zones;
         cfg.queue_depth = self.queue_depth;
         cfg.max_cut_ns = (self.max_cut_ms * 1e6) as u64;
@@ -856,14 +858,14 @@ mod tests {
         assert!(paper.config(Policy::WpLog).unwrap().progress_per_write);
         let bad = [
             (with(|s| s.members = 2), "members"),
-            (with(|s| s.chunk_kib = 0), "chunk_kib"),
-            (with(|s| s.chunk_kib = 3), "chunk_kib"),
-            (with(|s| s.chunk_kib = u64::MAX), "chunk_kib"),
+            (with(|s| s.chunk_bytes = 0 << 10), "chunk"),
+            (with(|s| s.chunk_bytes = 3 << 10), "chunk"),
+            (with(|s| s.chunk_bytes = u64::MAX), "chunk"),
             // whole blocks, but not what the array can be made with: below
             // 2 × ZRWAFG (32 KiB on the ZN540), above half its 1 MiB ZRWA
-            (with(|s| s.chunk_kib = 16), "chunk_kib"),
-            (with(|s| s.chunk_kib = 48), "chunk_kib"),
-            (with(|s| s.chunk_kib = 1024), "chunk_kib"),
+            (with(|s| s.chunk_bytes = 16 << 10), "chunk"),
+            (with(|s| s.chunk_bytes = 48 << 10), "chunk"),
+            (with(|s| s.chunk_bytes = 1024 << 10), "chunk"),
             (with(|s| s.zones = 0), "zones"),
             (with(|s| s.queue_depth = 0), "qd"),
             (
@@ -886,14 +888,14 @@ mod tests {
     #[test]
     fn a_chunk_the_array_refuses_names_the_granularity_in_kib() {
         let shape = CrashShape {
-            chunk_kib: 16,
+            chunk_bytes: 16 << 10,
             ..CrashShape::new()
         };
         let e = shape.config(Policy::WpLog).unwrap_err();
         assert!(e.problem.contains("2 × ZRWAFG = 32 KiB"), "{e}");
         for kib in [32, 64, 256] {
             let ok = CrashShape {
-                chunk_kib: kib,
+                chunk_bytes: kib << 10,
                 ..CrashShape::new()
             };
             assert_eq!(ok.check(), Ok(()), "{kib} KiB");

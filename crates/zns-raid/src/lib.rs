@@ -23,6 +23,8 @@
 pub mod aggr;
 mod array;
 #[cfg(feature = "crashtest")]
+pub mod crash_params;
+#[cfg(feature = "crashtest")]
 pub mod crashtest;
 mod engine;
 mod join;

@@ -10,6 +10,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use zns_raid::crash_params::CrashParams;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -142,19 +143,14 @@ fn panic_text(p: &Box<dyn std::any::Any + Send>) -> String {
 }
 
 /// Parameters each run kind takes (bench: any fio job option, and `seed`).
-pub const CRASHTEST_PARAMS: [&str; 11] = [
-    "policy",
-    "trials",
-    "seed",
-    "fail_device",
-    "members",
-    "chunk_kib",
-    "zones",
-    "qd",
-    "max_cut_ms",
-    "profile",
-    "per_write_progress",
-];
+/// A crash test's are the policy, the seed and the fields of
+/// `zns_raid::crash_params::CrashParams` (the flags of `zns raid crashtest`).
+pub fn crashtest_params() -> Vec<String> {
+    let mut names = vec!["policy".to_string(), "seed".to_string()];
+    names.extend(CrashParams::names());
+    names
+}
+
 pub const CACHE_PARAMS: [&str; 26] = [
     "device",
     "nsid",
@@ -187,8 +183,10 @@ pub const REPRO_ZRAID_PARAMS: [&str; 3] = ["fig", "seed", "raid_options"];
 
 /// Whether `name` is a parameter of `kind`; the error lists what is.
 pub fn check_param_name(kind: RunKind, name: &str) -> Result<(), String> {
+    let crashtest = crashtest_params();
+    let crashtest: Vec<&str> = crashtest.iter().map(String::as_str).collect();
     let known: &[&str] = match kind {
-        RunKind::Crashtest => &CRASHTEST_PARAMS,
+        RunKind::Crashtest => &crashtest,
         RunKind::Cache => &CACHE_PARAMS,
         RunKind::ReproZraid => &REPRO_ZRAID_PARAMS,
         RunKind::Bench => {
@@ -241,14 +239,6 @@ impl Params<'_> {
                 .ok_or_else(|| format!("{k} = {v}: expected a number")),
         }
     }
-    fn bool(&self, k: &str) -> Result<bool, String> {
-        match self.0.get(k) {
-            None => Ok(false),
-            Some(v) => v
-                .as_bool()
-                .ok_or_else(|| format!("{k} = {v}: expected true or false")),
-        }
-    }
     /// A string parameter; numbers are taken as their text (`chunk = 65536`).
     fn text(&self, k: &str) -> Option<String> {
         self.0.get(k).map(value_text)
@@ -294,28 +284,31 @@ pub fn run_params(
 }
 
 fn crashtest(p: &Params) -> Result<Value, String> {
-    use zns_raid::crashtest::{self, CrashShape};
+    use zns_raid::crash_params::DEFAULT_TRIALS;
+    use zns_raid::crashtest;
     let policy: zns_raid::Policy = p
         .text_or("policy", "wplog")
         .parse()
         .map_err(|e| format!("policy: {e}"))?;
-    let defaults = CrashShape::new();
-    let shape = CrashShape {
-        members: p.u64("members", defaults.members as u64)? as usize,
-        chunk_kib: p.u64("chunk_kib", defaults.chunk_kib)?,
-        zones: p.u32("zones", defaults.zones)?,
-        queue_depth: p.u64("qd", defaults.queue_depth as u64)? as usize,
-        max_cut_ms: p.f64("max_cut_ms", defaults.max_cut_ms)?,
-        trials: p.u64("trials", defaults.trials)?,
-        fail_device: p.bool("fail_device")?,
-        progress_per_write: p.bool("per_write_progress")?,
-        serial_log: None,
-        profile: match p.text("profile") {
-            Some(name) => zns_device::Profile::load(&name).map_err(|e| format!("profile: {e}"))?,
-            None => defaults.profile,
-        },
-    };
-    let cfg = shape.config(policy).map_err(|e| e.to_string())?;
+    let fields: Map<String, Value> =
+        p.0.iter()
+            .filter(|(k, _)| *k != "policy" && *k != "seed")
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+    // each key alone first, so that a value of the wrong type is named
+    for (k, v) in &fields {
+        let one = Map::from_iter([(k.clone(), v.clone())]);
+        serde_json::from_value::<CrashParams>(Value::Object(one))
+            .map_err(|e| format!("{k} = {v}: {e}"))?;
+    }
+    let params: CrashParams =
+        serde_json::from_value(Value::Object(fields)).map_err(|e| e.to_string())?;
+    let shape = params
+        .shape(DEFAULT_TRIALS, None)
+        .map_err(|e| format!("profile: {e}"))?;
+    let cfg = shape
+        .config(policy)
+        .map_err(|e| params.as_given(e).to_string())?;
     let seed = p.u64("seed", 1)?;
     let s = crashtest::run(&cfg, shape.trials, seed, &mut |_| {});
     if let Some(e) = s.not_run_error(policy) {

@@ -10,33 +10,7 @@ use zns_core::{NvmeError, NvmeStatus};
 use zns_device::{DeviceError, ProfileError};
 use zns_raid::RaidError;
 
-/// A size that does not read under fio's rule, or is not whole blocks.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum SizeError {
-    #[error("size {text:?}: not a hexadecimal number")]
-    NotHex { text: String },
-    #[error("size {text:?}: not a whole number of bytes with an optional unit (k, m, g, t, p)")]
-    NotANumber { text: String },
-    #[error("size {text:?}: unknown unit (fio's: k/KB = 1024, KiB = 1000, and m, g, t, p alike)")]
-    UnknownUnit { text: String },
-    #[error("size {text:?}: too large")]
-    TooLarge { text: String },
-    /// `bytes` given for `what` is not a non-zero multiple of the block;
-    /// `did_you_mean` is the binary spelling of a decimal size (`64k` for
-    /// `64KiB` = 64000 bytes).
-    #[error("{what} of {bytes} bytes is not a non-zero multiple of the {block_bytes}-byte block{}",
-        match did_you_mean {
-            Some(s) => format!(" (sizes follow fio's rule: KiB, MiB, … are powers of 1000, k, KB, m, MB, … powers of 1024; did you mean {s}?)"),
-            None => String::new(),
-        })]
-    NotWholeBlocks {
-        what: String,
-        bytes: u64,
-        block_bytes: u64,
-        did_you_mean: Option<String>,
-    },
-}
+pub use zns_core::units::{DurationError, SizeError};
 
 /// Why a device name could not be parsed or its device opened.
 #[derive(Debug, thiserror::Error)]

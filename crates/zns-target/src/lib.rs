@@ -55,12 +55,14 @@
 //! Nothing here reads the wall clock or spawns threads (a real device's
 //! backend does, inside zns-linux).
 
+pub mod duration;
 pub mod error;
 pub mod open;
 pub mod raid;
 pub mod size;
 pub mod spec;
 
+pub use duration::{parse_duration_ns, DurationError};
 pub use error::{SizeError, TargetError};
 pub use open::{is_real_device, open, Devices, Geometry, OpenOptions, OpenedDevice, Target};
 pub use raid::RaidSpec;
