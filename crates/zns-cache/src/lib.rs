@@ -12,7 +12,9 @@
 //! device WAF, free zones; CSV time series, PNG plots). The paper's
 //! experiments live a floor above, in zns-repro (`zncache`). The device itself (a profile's namespace or a RAID
 //! array) is named and opened by zns-target; the cache wraps it in its
-//! backend. Everything runs on the zns-sim runtime in virtual time; see
+//! backend. A run's parameters, as every front end takes them, are
+//! `params::CacheRunParams` (flags, sweep keys, Python arguments).
+//! Everything runs on the zns-sim runtime in virtual time; see
 //! docs/zncache.md.
 
 pub mod backend;
@@ -21,6 +23,7 @@ pub mod error;
 mod keymap;
 mod lru;
 pub mod metrics;
+pub mod params;
 pub mod plot;
 pub mod remote;
 pub mod report;
@@ -32,6 +35,7 @@ pub use backend::{BackendKind, BlockBackend, ChunkDevice, ZnsBackend, ZnsWrite, 
 pub use cache::{Cache, CacheConfig, FetchOrder, Geometry, GetKind, Policy};
 pub use error::CacheError;
 pub use metrics::{Counters, FlashCounters, LatencySummary, Sample};
+pub use params::{CacheDeviceParams, CacheRunParams};
 pub use remote::RemoteLatency;
 pub use run::{
     precondition_order, run_cache, DeviceSpec, Precondition, Progress, RunReport, RunSpec,

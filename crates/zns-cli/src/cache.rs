@@ -7,16 +7,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
-use zns_cache::units::parse_duration_ns;
 use zns_cache::{
-    CacheConfig, CacheError, Distribution, FetchOrder, Policy, Precondition, RemoteLatency,
-    RunSpec, Workload, WorkloadSpec, ZnsWrite,
+    CacheDeviceParams, CacheError, CacheRunParams, Distribution, Workload, WorkloadSpec,
 };
-use zns_device::StoreKind;
-use zns_target::TargetSpec;
 
 use crate::progress::Eta;
-use crate::{host_stack_arg, set_overrides, size_arg, CliError};
+use crate::CliError;
 
 pub const CACHE_HELP: &str = "\
 Examples:
@@ -67,128 +63,18 @@ pub enum CacheCommand {
     GenWorkload(GenArgs),
 }
 
-/// The device and the cache's shape (shared by run and gen-workload).
-#[derive(Args, Clone)]
-pub struct CacheShape {
-    /// Device profile (built-in name or TOML file). A zoned namespace gets the
-    /// ZNS backend, a conventional one the block backend. Or a RAID array of
-    /// identical zoned devices, as `zns bench` takes it:
-    /// raid:5xzn540[,variant=raizn+][,chunk=64k][,policy=wplog][,stack=none]
-    /// (--set then applies to every member).
-    #[arg(long, default_value = "zn540")]
-    device: String,
-    /// Namespace (default: the first zoned namespace, else the first).
-    #[arg(long)]
-    nsid: Option<u32>,
-    /// Override a profile value (repeatable), e.g. --set namespace.0.capacity_lbas=2621440.
-    #[arg(long = "set", value_name = "KEY=VALUE")]
-    set: Vec<String>,
-    /// Chunk size (64k, 256m, 512m, ...).
-    #[arg(long, default_value = "64k")]
-    chunk: String,
-    /// Zones (block: regions) the cache uses, from the first (default: all).
-    #[arg(long)]
-    zones: Option<u32>,
-    /// Block backend region size (default 1077 MiB, the ZN540 zone capacity).
-    #[arg(long, value_name = "SIZE")]
-    region: Option<String>,
-}
-
 #[derive(Args)]
 pub struct RunArgs {
+    /// The run (zns_cache::params: the flags, the sweep's keys and the
+    /// Python package's arguments are its fields).
     #[command(flatten)]
-    shape: CacheShape,
-    /// Eviction policy: zplru (zone LRU, no host GC) or clru (chunk LRU; host GC on ZNS).
-    #[arg(long, default_value = "zplru")]
-    policy: String,
-    /// Working set ÷ cache size for generated workloads (2 = 1:2, 10 = 1:10).
-    #[arg(long, default_value_t = 2.0)]
-    ratio: f64,
-    /// Generated workload: zipf (YCSB, θ = 0.99) or uniform.
-    #[arg(long, default_value = "zipf")]
-    distribution: String,
-    /// Requests of the generated workload.
-    #[arg(long, default_value_t = 100_000)]
-    requests: u64,
-    /// Seed of the generated workload.
-    #[arg(long, default_value_t = 1)]
-    workload_seed: u64,
+    params: CacheRunParams,
     /// Replay a ZNCache workload file (little-endian u32 ids) instead.
     #[arg(long, conflicts_with = "trace")]
     workload: Option<PathBuf>,
     /// Replay a trace of real keys (text: first field per line; .bin: u32 ids).
     #[arg(long)]
     trace: Option<PathBuf>,
-    /// Passes over the workload.
-    #[arg(long, default_value_t = 1)]
-    iterations: u32,
-    /// Stop issuing requests after this much virtual time (e.g. 1h, 90s).
-    #[arg(long)]
-    duration: Option<String>,
-    /// Concurrent worker tasks.
-    #[arg(long, default_value_t = 64)]
-    workers: u32,
-    /// Remote fetch latency: measured (the paper's appendix A mean, by chunk size, every fetch the same), measured-spread (log-normal per fetch with appendix A's mean and standard deviation), 0, or a duration (40ms).
-    #[arg(long, default_value = "measured")]
-    remote_latency: String,
-    /// Free-zone watermark: eviction starts when free zones <= HIGH.
-    #[arg(long, default_value_t = 2)]
-    high: u32,
-    /// Free-zone watermark: eviction goes on until LOW zones are free.
-    #[arg(long, default_value_t = 4)]
-    low: u32,
-    /// CLRU free-chunk watermark: eviction starts at this many free chunks
-    /// (default: (low + 1) zones of chunks).
-    #[arg(long)]
-    chunk_high: Option<u64>,
-    /// CLRU free-chunk watermark: eviction goes on until this many chunks
-    /// are free (default: chunk-high + half a zone of chunks).
-    #[arg(long)]
-    chunk_low: Option<u64>,
-    /// Zones written at once by inserts (default: the device's active-zone limit).
-    #[arg(long)]
-    max_active: Option<u32>,
-    /// When a miss fetches from the remote store: hold-zone (ZNCache: take an
-    /// active zone, fetch, write; at most --max-active misses in flight) or
-    /// fetch-first (fetch, then take a zone; every worker's miss in flight).
-    #[arg(long, default_value = "hold-zone")]
-    fetch_order: String,
-    /// Background eviction poll interval.
-    #[arg(long, default_value = "100ms")]
-    eviction_interval: String,
-    /// Bytes per device command (default: the device's MDTS).
-    #[arg(long)]
-    io_size: Option<String>,
-    /// Commands of one chunk in flight.
-    #[arg(long, default_value_t = 8)]
-    io_depth: u32,
-    /// ZNS writes: wp (writes at the write pointer, ZNCache's way) or append (Zone Append).
-    #[arg(long, default_value = "wp")]
-    zns_write: String,
-    /// Host stack (default: io-uring-mq-deadline on ZNS, io-uring-none on block, as the paper).
-    #[arg(long)]
-    host_stack: Option<String>,
-    /// Fill the device first: none, sequential, random (block: 64 KiB random writes over the namespace), random-steady (block: two such passes, the second over a full drive: a random-write steady state, as a drive in use that is never trimmed).
-    #[arg(long, default_value = "none")]
-    precondition: String,
-    /// Block backend: deallocate (TRIM) evicted regions and chunk slots (ZNCache does not).
-    #[arg(long)]
-    discard: bool,
-    /// Keep bytes and check every hit against the bytes stored for its key (slow; memory).
-    #[arg(long)]
-    verify: bool,
-    /// Diagnostic, not ZNCache's behaviour: start worker w at w × (mean remote
-    /// fetch ÷ zones written at once), so the first zone holders fetch and
-    /// write out of step instead of together (with a constant remote latency
-    /// they stay in step and the device idles between rounds).
-    #[arg(long)]
-    stagger_start: bool,
-    /// Time-series interval (virtual).
-    #[arg(long, default_value = "1s")]
-    interval: String,
-    /// Runtime seed.
-    #[arg(long, default_value_t = 0)]
-    seed: u64,
     /// Write the time series (CSV), PNG plots, summary and JSON into DIR.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
@@ -205,7 +91,7 @@ pub struct GenArgs {
     /// Output file (little-endian u32 ids, ZNCache's format).
     out: PathBuf,
     #[command(flatten)]
-    shape: CacheShape,
+    shape: CacheDeviceParams,
     /// Working set ÷ cache size (2 = 1:2, 10 = 1:10).
     #[arg(long, default_value_t = 2.0)]
     ratio: f64,
@@ -237,49 +123,6 @@ pub(crate) fn cache_err(e: CacheError) -> CliError {
     }
 }
 
-impl CacheShape {
-    fn device_spec(&self) -> Result<zns_cache::DeviceSpec, CliError> {
-        let device = &self.device;
-        let target = TargetSpec::parse(device).map_err(|e| {
-            let msg = format!("--device {device}: {e}");
-            // a malformed name (its grammar) is a usage error; a profile that
-            // will not load is bad input, in an array or not
-            match e {
-                zns_target::TargetError::Spec(_) | zns_target::TargetError::Size(_) => {
-                    CliError::Usage(msg)
-                }
-                _ => CliError::Input(msg),
-            }
-        })?;
-        if let TargetSpec::Raid(r) = &target {
-            let mut names = r.member_names();
-            let first = names.next().unwrap_or_default();
-            if let Some(other) = names.find(|m| *m != first) {
-                return Err(CliError::Usage(format!(
-                    "--device {device}: the cache's arrays need identical members ({first} and {other})"
-                )));
-            }
-        }
-        let target = target
-            .with_overrides(&set_overrides(&self.set)?)
-            .map_err(|e| CliError::Input(format!("--device {device}: {e}")))?;
-        let mut d = zns_cache::DeviceSpec::new(target);
-        d.nsid = self.nsid;
-        if let Some(r) = &self.region {
-            d.region_bytes = Some(size_arg("--region", r)?);
-        }
-        Ok(d)
-    }
-
-    fn config(&self) -> Result<CacheConfig, CliError> {
-        Ok(CacheConfig {
-            chunk_bytes: size_arg("--chunk", &self.chunk)?,
-            zones: self.zones,
-            ..CacheConfig::default()
-        })
-    }
-}
-
 pub fn cache(cmd: CacheCommand) -> Result<ExitCode, CliError> {
     match cmd {
         CacheCommand::Run(a) => run(*a),
@@ -291,61 +134,14 @@ fn run(a: RunArgs) -> Result<ExitCode, CliError> {
     crate::interrupt::watch_and_say(
         "zns cache run: interrupted: a cache run reports at its end, so nothing was reported; `--requests N` makes a shorter run".into(),
     );
-    let mut dev = a.shape.device_spec()?;
-    let mut cfg = a.shape.config()?;
-    cfg.policy = Policy::parse(&a.policy).map_err(cache_err)?;
-    cfg.zone_high = a.high;
-    cfg.zone_low = a.low;
-    cfg.chunk_high = a.chunk_high;
-    cfg.chunk_low = a.chunk_low;
-    cfg.max_active_zones = a.max_active;
-    cfg.fetch_order = FetchOrder::parse(&a.fetch_order).map_err(cache_err)?;
-    cfg.eviction_interval_ns = parse_duration_ns(&a.eviction_interval).map_err(cache_err)?;
-    cfg.io_bytes = a
-        .io_size
-        .as_deref()
-        .map(|s| size_arg("--io-size", s))
-        .transpose()?;
-    cfg.io_depth = a.io_depth;
-    cfg.verify = a.verify;
-    dev.zns_write = match a.zns_write.as_str() {
-        "wp" | "write" => ZnsWrite::WritePointer,
-        "append" => ZnsWrite::Append,
-        o => {
-            return Err(CliError::Usage(format!(
-                "--zns-write {o}: expected wp or append"
-            )))
-        }
-    };
-    dev.host_stack = a.host_stack.as_deref().map(host_stack_arg).transpose()?;
-    dev.precondition = Precondition::parse(&a.precondition).map_err(cache_err)?;
-    dev.discard = a.discard;
-    if a.verify {
-        dev.store = StoreKind::Memory;
-    }
     let workload = match (&a.workload, &a.trace) {
-        (Some(p), _) => WorkloadSpec::Ids(Workload::load(p).map_err(cache_err)?),
-        (None, Some(p)) => WorkloadSpec::Ids(Workload::load_trace(p).map_err(cache_err)?),
-        (None, None) => WorkloadSpec::Generated {
-            distribution: Distribution::parse(&a.distribution).map_err(cache_err)?,
-            ratio: a.ratio,
-            requests: a.requests,
-            seed: a.workload_seed,
-        },
+        (Some(p), _) => Some(WorkloadSpec::Ids(Workload::load(p).map_err(cache_err)?)),
+        (None, Some(p)) => Some(WorkloadSpec::Ids(
+            Workload::load_trace(p).map_err(cache_err)?,
+        )),
+        (None, None) => None,
     };
-    let mut spec = RunSpec::new(dev, cfg, workload);
-    spec.workers = a.workers;
-    spec.remote = RemoteLatency::parse(&a.remote_latency).map_err(cache_err)?;
-    spec.iterations = a.iterations;
-    spec.duration_ns = a
-        .duration
-        .as_deref()
-        .map(parse_duration_ns)
-        .transpose()
-        .map_err(cache_err)?;
-    spec.interval_ns = parse_duration_ns(&a.interval).map_err(cache_err)?;
-    spec.seed = a.seed;
-    spec.stagger_start = a.stagger_start;
+    let spec = a.params.spec(workload).map_err(cache_err)?;
     let pb = crate::progress::bar(
         a.eta,
         1,
@@ -397,8 +193,8 @@ fn gen(a: GenArgs) -> Result<ExitCode, CliError> {
                     a.ratio
                 )));
             }
-            let dev = a.shape.device_spec()?;
-            let cfg = a.shape.config()?;
+            let dev = a.shape.device_spec().map_err(cache_err)?;
+            let cfg = a.shape.config().map_err(cache_err)?;
             let mut rt = zns_sim::Runtime::new(0);
             let open = zns_cache::run::open_device(&mut rt, &dev).map_err(cache_err)?;
             let geo = zns_cache::Geometry::derive(&cfg, &open.dev.layout(), open.dev.kind())

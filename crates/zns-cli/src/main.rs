@@ -548,11 +548,6 @@ fn run(cli: Cli) -> Result<ExitCode, CliError> {
     }
 }
 
-/// A size argument (`zns_target::parse_bytes`, fio's rule), as a usage error.
-fn size_arg(option: &str, text: &str) -> Result<u64, CliError> {
-    zns_target::parse_bytes(text).map_err(|e| CliError::Usage(format!("{option}: {e}")))
-}
-
 /// A `--host-stack` argument (`HostStack`'s own parser), as a usage error.
 fn host_stack_arg(s: &str) -> Result<HostStack, CliError> {
     s.parse()

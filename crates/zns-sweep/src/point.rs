@@ -10,6 +10,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use zns_cache::CacheRunParams;
 use zns_raid::crash_params::CrashParams;
 
 use serde::{Deserialize, Serialize};
@@ -144,50 +145,26 @@ fn panic_text(p: &Box<dyn std::any::Any + Send>) -> String {
 
 /// Parameters each run kind takes (bench: any fio job option, and `seed`).
 /// A crash test's are the policy, the seed and the fields of
-/// `zns_raid::crash_params::CrashParams` (the flags of `zns raid crashtest`).
+/// `zns_raid::crash_params::CrashParams` (the flags of `zns raid crashtest`);
+/// a cache run's the fields of `zns_cache::CacheRunParams` (the flags of
+/// `zns cache run`).
 pub fn crashtest_params() -> Vec<String> {
     let mut names = vec!["policy".to_string(), "seed".to_string()];
     names.extend(CrashParams::names());
     names
 }
 
-pub const CACHE_PARAMS: [&str; 26] = [
-    "device",
-    "nsid",
-    "chunk",
-    "zones",
-    "region",
-    "policy",
-    "ratio",
-    "distribution",
-    "requests",
-    "workload_seed",
-    "iterations",
-    "duration",
-    "workers",
-    "remote_latency",
-    "high",
-    "low",
-    "chunk_high",
-    "chunk_low",
-    "max_active",
-    "fetch_order",
-    "eviction_interval",
-    "io_depth",
-    "zns_write",
-    "host_stack",
-    "precondition",
-    "seed",
-];
 pub const REPRO_ZRAID_PARAMS: [&str; 3] = ["fig", "seed", "raid_options"];
 
 /// Whether `name` is a parameter of `kind`; the error lists what is.
 pub fn check_param_name(kind: RunKind, name: &str) -> Result<(), String> {
     let crashtest = crashtest_params();
     let crashtest: Vec<&str> = crashtest.iter().map(String::as_str).collect();
+    let cache = CacheRunParams::names();
+    let cache: Vec<&str> = cache.iter().map(String::as_str).collect();
     let known: &[&str] = match kind {
         RunKind::Crashtest => &crashtest,
-        RunKind::Cache => &CACHE_PARAMS,
+        RunKind::Cache => &cache,
         RunKind::ReproZraid => &REPRO_ZRAID_PARAMS,
         RunKind::Bench => {
             if name == "seed" || zns_bench::job::find_option(name).is_some() {
@@ -222,21 +199,6 @@ impl Params<'_> {
             Some(v) => v
                 .as_u64()
                 .ok_or_else(|| format!("{k} = {v}: expected a non-negative integer")),
-        }
-    }
-    fn u32(&self, k: &str, default: u32) -> Result<u32, String> {
-        let v = self.u64(k, u64::from(default))?;
-        u32::try_from(v).map_err(|_| format!("{k} = {v}: too large"))
-    }
-    fn opt_u64(&self, k: &str) -> Result<Option<u64>, String> {
-        self.0.get(k).map(|_| self.u64(k, 0)).transpose()
-    }
-    fn f64(&self, k: &str, default: f64) -> Result<f64, String> {
-        match self.0.get(k) {
-            None => Ok(default),
-            Some(v) => v
-                .as_f64()
-                .ok_or_else(|| format!("{k} = {v}: expected a number")),
         }
     }
     /// A string parameter; numbers are taken as their text (`chunk = 65536`).
@@ -295,14 +257,7 @@ fn crashtest(p: &Params) -> Result<Value, String> {
             .filter(|(k, _)| *k != "policy" && *k != "seed")
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
-    // each key alone first, so that a value of the wrong type is named
-    for (k, v) in &fields {
-        let one = Map::from_iter([(k.clone(), v.clone())]);
-        serde_json::from_value::<CrashParams>(Value::Object(one))
-            .map_err(|e| format!("{k} = {v}: {e}"))?;
-    }
-    let params: CrashParams =
-        serde_json::from_value(Value::Object(fields)).map_err(|e| e.to_string())?;
+    let params: CrashParams = read_params(&fields)?;
     let shape = params
         .shape(DEFAULT_TRIALS, None)
         .map_err(|e| format!("profile: {e}"))?;
@@ -377,67 +332,22 @@ fn bench(p: &Params, job: &JobText) -> Result<Value, String> {
     Ok(report.to_fio_json())
 }
 
-fn size_param(p: &Params, k: &str) -> Result<Option<u64>, String> {
-    p.text(k)
-        .map(|s| zns_target::parse_bytes(&s).map_err(|e| format!("{k}: {e}")))
-        .transpose()
+fn cache(p: &Params) -> Result<Value, String> {
+    let params: CacheRunParams = read_params(p.0)?;
+    let spec = params.spec(None).map_err(|e| e.to_string())?;
+    let report = zns_cache::run_cache(&spec, &mut |_| {}).map_err(|e| e.to_string())?;
+    serde_json::to_value(&report).map_err(|e| e.to_string())
 }
 
-fn cache(p: &Params) -> Result<Value, String> {
-    use zns_cache::units::parse_duration_ns;
-    use zns_cache::{
-        CacheConfig, Distribution, FetchOrder, Policy, Precondition, RemoteLatency, RunSpec,
-        WorkloadSpec, ZnsWrite,
-    };
-    let e = |e: zns_cache::CacheError| e.to_string();
-    let device = p.text_or("device", "zn540");
-    let target = zns_target::TargetSpec::parse(&device).map_err(|e| format!("device: {e}"))?;
-    let mut dev = zns_cache::DeviceSpec::new(target);
-    dev.nsid = p.opt_u64("nsid")?.map(|n| n as u32);
-    dev.region_bytes = size_param(p, "region")?;
-    dev.zns_write = match p.text_or("zns_write", "wp").as_str() {
-        "wp" | "write" => ZnsWrite::WritePointer,
-        "append" => ZnsWrite::Append,
-        o => return Err(format!("zns_write = {o}: expected wp or append")),
-    };
-    dev.host_stack = p
-        .text("host_stack")
-        .map(|s| s.parse().map_err(|e| format!("host_stack: {e}")))
-        .transpose()?;
-    dev.precondition = Precondition::parse(&p.text_or("precondition", "none")).map_err(e)?;
-    let cfg = CacheConfig {
-        chunk_bytes: size_param(p, "chunk")?.unwrap_or(64 << 10),
-        zones: p.opt_u64("zones")?.map(|z| z as u32),
-        policy: Policy::parse(&p.text_or("policy", "zplru")).map_err(e)?,
-        zone_high: p.u32("high", 2)?,
-        zone_low: p.u32("low", 4)?,
-        chunk_high: p.opt_u64("chunk_high")?,
-        chunk_low: p.opt_u64("chunk_low")?,
-        max_active_zones: p.opt_u64("max_active")?.map(|z| z as u32),
-        fetch_order: FetchOrder::parse(&p.text_or("fetch_order", "hold-zone")).map_err(e)?,
-        eviction_interval_ns: parse_duration_ns(&p.text_or("eviction_interval", "100ms"))
-            .map_err(e)?,
-        io_depth: p.u32("io_depth", 8)?,
-        ..CacheConfig::default()
-    };
-    let workload = WorkloadSpec::Generated {
-        distribution: Distribution::parse(&p.text_or("distribution", "zipf")).map_err(e)?,
-        ratio: p.f64("ratio", 2.0)?,
-        requests: p.u64("requests", 100_000)?,
-        seed: p.u64("workload_seed", 1)?,
-    };
-    let mut spec = RunSpec::new(dev, cfg, workload);
-    spec.workers = p.u32("workers", 64)?;
-    spec.remote = RemoteLatency::parse(&p.text_or("remote_latency", "measured")).map_err(e)?;
-    spec.iterations = p.u32("iterations", 1)?;
-    spec.duration_ns = p
-        .text("duration")
-        .map(|d| parse_duration_ns(&d))
-        .transpose()
-        .map_err(e)?;
-    spec.seed = p.u64("seed", 0)?;
-    let report = zns_cache::run_cache(&spec, &mut |_| {}).map_err(e)?;
-    serde_json::to_value(&report).map_err(|e| e.to_string())
+/// A run's parameter struct filled from a point's keys (serde's defaults
+/// for the others); each key is read alone first, so that a value of the
+/// wrong type is named.
+fn read_params<T: serde::de::DeserializeOwned>(keys: &Map<String, Value>) -> Result<T, String> {
+    for (k, v) in keys {
+        let one = Map::from_iter([(k.clone(), v.clone())]);
+        serde_json::from_value::<T>(Value::Object(one)).map_err(|e| format!("{k} = {v}: {e}"))?;
+    }
+    serde_json::from_value(Value::Object(keys.clone())).map_err(|e| e.to_string())
 }
 
 fn repro_zraid(p: &Params, dir: &Path) -> Result<Value, String> {
