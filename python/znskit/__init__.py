@@ -157,8 +157,9 @@ def _run(kind: str, params: Dict[str, Any], files_dir: Optional[PathLike] = None
 def crashtest(policy: str = "wplog", trials: int = 100, seed: int = 1, **params: Any) -> Dict[str, Any]:
     """A ZRAID crash-test campaign (``zns raid crashtest`` for one policy).
 
-    Other parameters: fail_device, members, chunk_kib, zones, qd, max_cut_ms,
-    profile, per_write_progress. Returns trials, failures, failure_rate,
+    Other parameters (the fields of zns_raid's CrashParams, as the CLI's
+    flags with ``_``): fail_device, members, chunk (a size, "64k"; or
+    chunk_kib=64), zones, qd, max_cut_ms, profile, per_write_progress. Returns trials, failures, failure_rate,
     mean_loss_bytes, the failing trials with their seeds, ...
     """
     return _run("crashtest", dict(policy=policy, trials=trials, seed=seed, **params))
