@@ -208,11 +208,6 @@ pub struct Sample {
     pub device_waf_window: Option<f64>,
 }
 
-/// `v` with `digits` decimals.
-fn fixed(v: f64, digits: usize) -> Cell {
-    Cell::text(format!("{v:.digits$}"))
-}
-
 /// A CSV cell: 4 decimals, empty for `None`.
 fn opt4(v: Option<f64>) -> Cell {
     Cell::opt(v, |x| format!("{x:.4}"))
@@ -240,20 +235,20 @@ pub(crate) fn samples_table(samples: &[Sample]) -> Table {
     ]);
     for x in samples {
         t.push([
-            fixed(x.t_s, 3),
-            fixed(x.hit_ratio, 6),
-            fixed(x.hit_ratio_window, 6),
-            fixed(x.gets_per_s, 3),
-            fixed(x.get_gib_s, 6),
-            fixed(x.read_gib_s, 6),
-            fixed(x.write_gib_s, 6),
-            fixed(x.get_mean_ms, 4),
+            Cell::fixed(x.t_s, 3),
+            Cell::fixed(x.hit_ratio, 6),
+            Cell::fixed(x.hit_ratio_window, 6),
+            Cell::fixed(x.gets_per_s, 3),
+            Cell::fixed(x.get_gib_s, 6),
+            Cell::fixed(x.read_gib_s, 6),
+            Cell::fixed(x.write_gib_s, 6),
+            Cell::fixed(x.get_mean_ms, 4),
             opt4(x.disk_read_mean_ms),
             opt4(x.disk_write_mean_ms),
             Cell::text(x.free_zones.to_string()),
             Cell::text(x.used_bytes.to_string()),
             Cell::text(x.gc_relocations.to_string()),
-            fixed(x.host_waf, 4),
+            Cell::fixed(x.host_waf, 4),
             opt4(x.device_waf),
             opt4(x.device_waf_window),
         ]);

@@ -25,6 +25,11 @@ impl Cell {
         Cell::Text(s.into())
     }
 
+    /// A number with `digits` decimals.
+    pub fn fixed(v: f64, digits: usize) -> Cell {
+        Cell::Text(format!("{v:.digits$}"))
+    }
+
     /// An optional value: empty for `None`.
     pub fn opt<T>(v: Option<T>, f: impl FnOnce(T) -> String) -> Cell {
         Cell::Text(v.map(f).unwrap_or_default())

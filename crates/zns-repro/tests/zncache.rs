@@ -3,58 +3,32 @@
 //! windowed device WAF of a preconditioned FTL drive): it names the block
 //! run only, with the device WAF up to its first chunk writes.
 
-use zns_cache::{
-    run_cache, CacheConfig, DeviceSpec, Distribution, Policy, Precondition, RemoteLatency,
-    RunReport, RunSpec, WorkloadSpec,
-};
-use zns_device::{Profile, StoreKind};
+use zns_cache::{run_cache, CacheRunParams, RunReport};
 use zns_repro::zncache::{gc_transient_finding, LabelledRun};
 
-fn block_run() -> RunReport {
-    let mut d = DeviceSpec::new(Profile::builtin("tiny-ftl").unwrap());
-    d.nsid = Some(1);
-    d.region_bytes = Some(1 << 20);
-    d.store = StoreKind::None;
-    d.precondition = Precondition::RandomSteady;
-    let cache = CacheConfig {
-        policy: Policy::Zplru,
-        chunk_bytes: 128 << 10,
-        zones: Some(8),
-        zone_high: 1,
-        zone_low: 2,
-        ..CacheConfig::default()
-    };
-    let workload = WorkloadSpec::Generated {
-        distribution: Distribution::Uniform,
-        ratio: 2.0,
-        requests: 3000,
-        seed: 1,
-    };
-    let mut s = RunSpec::new(d, cache, workload);
-    s.workers = 8;
-    s.remote = RemoteLatency::Fixed { ns: 0 };
-    s.interval_ns = 200_000;
-    run_cache(&s, &mut |_| {}).unwrap()
+/// A run given as a sweep point's keys would give it.
+fn run(params: serde_json::Value) -> RunReport {
+    let p: CacheRunParams = serde_json::from_value(params).unwrap();
+    run_cache(&p.spec(None).unwrap(), &mut |_| {}).unwrap()
 }
 
+/// A preconditioned FTL drive (its GC shows in the windowed device WAF)
+/// under ZPLRU with 128 KiB chunks.
+fn block_run() -> RunReport {
+    run(serde_json::json!({
+        "device": "tiny-ftl", "nsid": 1, "region": "1m", "precondition": "random-steady",
+        "chunk": "128k", "zones": 8, "high": 1, "low": 2,
+        "distribution": "uniform", "ratio": 2.0, "requests": 3000, "workload_seed": 1,
+        "workers": 8, "remote_latency": "0", "interval": "200us",
+    }))
+}
+
+/// The ZN540 with 256 MiB chunks on 4 zones: no device GC.
 fn zns_run() -> RunReport {
-    let mut d = DeviceSpec::new(Profile::builtin("zn540").unwrap());
-    d.store = StoreKind::None;
-    let cache = CacheConfig {
-        policy: Policy::Zplru,
-        chunk_bytes: 256 << 20,
-        zones: Some(4),
-        zone_high: 1,
-        zone_low: 2,
-        ..CacheConfig::default()
-    };
-    let workload = WorkloadSpec::Generated {
-        distribution: Distribution::Uniform,
-        ratio: 10.0,
-        requests: 8,
-        seed: 1,
-    };
-    run_cache(&RunSpec::new(d, cache, workload), &mut |_| {}).unwrap()
+    run(serde_json::json!({
+        "device": "zn540", "chunk": "256m", "zones": 4, "high": 1, "low": 2,
+        "distribution": "uniform", "ratio": 10.0, "requests": 8, "workload_seed": 1,
+    }))
 }
 
 #[test]

@@ -30,10 +30,6 @@ fn opt_cell(v: Option<f64>, digits: usize) -> Cell {
     Cell::text(opt(v, digits))
 }
 
-fn fixed(v: f64, digits: usize) -> Cell {
-    Cell::text(format!("{v:.digits$}"))
-}
-
 fn int(v: impl ToString) -> Cell {
     Cell::text(v.to_string())
 }
@@ -68,12 +64,12 @@ pub fn levels_csv(points: &[LevelPoint]) -> String {
             int(&p.level),
             int(p.rep),
             int(&p.benchmark),
-            fixed(p.ops_per_s, 1),
+            Cell::fixed(p.ops_per_s, 1),
             opt_cell(p.mb_per_s, 2),
             opt_cell(p.p50_us, 2),
             opt_cell(p.p99_us, 2),
             opt_cell(p.p99_9_us, 2),
-            fixed(c.device_s, 3),
+            Cell::fixed(c.device_s, 3),
             int(c.read_bytes),
             int(c.write_bytes),
             int(c.zoned_write_bytes),
@@ -126,24 +122,24 @@ pub fn tenants_csv(points: &[TenantPoint]) -> String {
             int(&p.tenancy),
             int(p.rep),
             int(&p.benchmark),
-            fixed(p.ops_per_s, 1),
+            Cell::fixed(p.ops_per_s, 1),
             opt_cell(p.mb_per_s, 2),
             opt_cell(p.p50_us, 2),
             opt_cell(p.p99_us, 2),
             opt_cell(p.p99_9_us, 2),
-            fixed(c.a_fs, 4),
-            fixed(c.b_fs, 4),
-            fixed(c.a_zones, 4),
-            fixed(c.b_zones, 4),
-            fixed(c.drive_zones, 4),
-            fixed(p.capacity_end.drive_zones, 4),
-            fixed(p.bandwidth.window_s, 1),
-            fixed(p.bandwidth.write_mib_s, 3),
-            fixed(p.bandwidth.read_mib_s, 3),
-            fixed(p.bandwidth.utilization, 4),
+            Cell::fixed(c.a_fs, 4),
+            Cell::fixed(c.b_fs, 4),
+            Cell::fixed(c.a_zones, 4),
+            Cell::fixed(c.b_zones, 4),
+            Cell::fixed(c.drive_zones, 4),
+            Cell::fixed(p.capacity_end.drive_zones, 4),
+            Cell::fixed(p.bandwidth.window_s, 1),
+            Cell::fixed(p.bandwidth.write_mib_s, 3),
+            Cell::fixed(p.bandwidth.read_mib_s, 3),
+            Cell::fixed(p.bandwidth.utilization, 4),
             opt_cell(p.tenant_a.map(|f| f.write_mib_per_s), 3),
-            fixed(p.fill_s, 1),
-            fixed(p.counters.device_s, 3),
+            Cell::fixed(p.fill_s, 1),
+            Cell::fixed(p.counters.device_s, 3),
             int(p.counters.write_bytes),
             int(p.counters.zone_resets),
             int(p.report_file.display()),

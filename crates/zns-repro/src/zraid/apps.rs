@@ -361,9 +361,9 @@ pub fn calibrate_speed(
             Cell::text(c.job.as_str()),
             Cell::Quoted(c.target.clone()),
             Cell::text(c.speed.to_string()),
-            fixed(c.served_mib_per_s, 3),
-            fixed(c.bench_mib_per_s, 3),
-            fixed(c.ratio, 4),
+            Cell::fixed(c.served_mib_per_s, 3),
+            Cell::fixed(c.bench_mib_per_s, 3),
+            Cell::fixed(c.ratio, 4),
         ]);
     }
     outfiles::write(&opts.out_dir, "calibration.csv", csv.to_csv())?;
@@ -570,10 +570,10 @@ pub fn points_csv(points: &[AppPoint]) -> String {
             Cell::text(p.workload.as_str()),
             Cell::text(p.variant.as_str()),
             Cell::text(p.rep.to_string()),
-            fixed(p.ops_per_s, 1),
+            Cell::fixed(p.ops_per_s, 1),
             Cell::opt(p.mb_per_s, |m| format!("{m:.2}")),
-            fixed(p.device_s, 3),
-            fixed(st.flash_waf(), 4),
+            Cell::fixed(p.device_s, 3),
+            Cell::fixed(st.flash_waf(), 4),
         ];
         row.extend(
             [
@@ -592,11 +592,6 @@ pub fn points_csv(points: &[AppPoint]) -> String {
         t.push(row);
     }
     t.to_csv()
-}
-
-/// `v` with `digits` decimals.
-fn fixed(v: f64, digits: usize) -> Cell {
-    Cell::text(format!("{v:.digits$}"))
 }
 
 /// One workload's throughput per variant, normalized to RAIZN+.
@@ -892,11 +887,11 @@ pub fn write_outputs(
             Cell::text(x.workload.as_str()),
             Cell::text(x.variant.as_str()),
             Cell::text(x.reps.to_string()),
-            fixed(x.mean_ops_per_s, 1),
-            fixed(x.normalized, 4),
-            fixed(x.normalized_min, 4),
-            fixed(x.normalized_max, 4),
-            fixed(x.mean_flash_waf, 4),
+            Cell::fixed(x.mean_ops_per_s, 1),
+            Cell::fixed(x.normalized, 4),
+            Cell::fixed(x.normalized_min, 4),
+            Cell::fixed(x.normalized_max, 4),
+            Cell::fixed(x.mean_flash_waf, 4),
         ]);
     }
     write("normalized.csv", csv.to_csv())?;
