@@ -147,10 +147,7 @@ fn job_json(j: &JobReport, bins: bool) -> Json {
     o.insert("read".into(), dir_json(&j.read, j, bins));
     o.insert("write".into(), dir_json(&j.write, j, bins));
     o.insert("trim".into(), dir_json(&j.trim, j, bins));
-    o.insert(
-        "sync".into(),
-        json!({"total_ios": 0, "lat_ns": {"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0, "N": 0}}),
-    );
+    o.insert("sync".into(), sync_json(&j.sync));
     for (k, d) in &j.zone_ops {
         o.insert((*k).into(), dir_json(d, j, bins));
     }
@@ -221,4 +218,14 @@ impl RunReport {
             },
         })
     }
+}
+
+/// fio's `sync` object: the flushes of fsync=/end_fsync and their latency.
+fn sync_json(d: &DirStats) -> Json {
+    let n = d.total_ios;
+    let (min, max) = if n > 0 { (d.min(), d.max()) } else { (0, 0) };
+    json!({
+        "total_ios": n,
+        "lat_ns": {"min": min, "max": max, "mean": d.mean(), "stddev": d.stddev(), "N": n},
+    })
 }

@@ -1,12 +1,13 @@
 //! zns-bench owns the workload engine: fio job files (`job`, with fio's
 //! include and `${NAME}` rules in `jobtext`) and fio-style command lines,
-//! zonemode=zbd semantics, virtual-time execution against any device
+//! fio's `random_distribution` (`distribution`), zonemode=zbd semantics, virtual-time execution against any device
 //! zns-target opens (`run`), fio-style text and JSON output (`text`,
 //! `fio_json`, and fio's per-I/O log files in `iolog`), fio's `verify=`
 //! (`verify`), the fidelity suite against the ZN540's published figures
 //! (`fidelity`, `plot`) and the ZRAID paper's emulated figures
 //! (`repro_zraid`).
 
+pub mod distribution;
 pub mod fidelity;
 pub mod fio_json;
 pub mod iolog;

@@ -42,6 +42,7 @@ use zns_sim::{Handle, Runtime, SimRng};
 use zns_target::{Devices, Geometry, Target};
 
 use crate::job::{Ddir, HostStack, JobSpec, Precondition, Rw, ZoneMode, ZoneOp};
+use crate::distribution::BlockSampler;
 use crate::randmap::BlockPermutation;
 use crate::stats::DirStats;
 
@@ -99,6 +100,8 @@ pub struct JobReport {
     pub read: DirStats,
     pub write: DirStats,
     pub trim: DirStats,
+    /// Flushes (`fsync=`, `end_fsync`): fio's `sync` latencies.
+    pub sync: DirStats,
     /// Timed zone-management commands by [`ZONE_OP_KEYS`] name.
     pub zone_ops: BTreeMap<&'static str, DirStats>,
     /// Measured virtual time (after ramp), ns.
@@ -464,6 +467,7 @@ fn merge_group(group: Vec<(JobReport, bool)>, gid: u32) -> Vec<JobReport> {
             merged.read.merge(&r.read);
             merged.write.merge(&r.write);
             merged.trim.merge(&r.trim);
+            merged.sync.merge(&r.sync);
             for (k, v) in &r.zone_ops {
                 merged.zone_ops.entry(k).or_default().merge(v);
             }
@@ -563,6 +567,8 @@ struct RunShared {
     write_ios: Cell<u64>,
     zbd: RefCell<BTreeMap<String, Rc<ZbdShared>>>,
     flows: RefCell<BTreeMap<u32, Rc<Flow>>>,
+    /// `exitall`: a job of this group finished, so the group's jobs stop.
+    exited_group: Cell<Option<u32>>,
 }
 
 impl RunShared {
@@ -673,8 +679,17 @@ struct JobState {
     limit_bytes: u64,
     seq_pos: u64,
     /// Random order of the range's blocks (fio's random map; None with
-    /// norandommap=1 or for sequential jobs).
+    /// norandommap=1, a non-uniform distribution or for sequential jobs).
     randmap: Option<BlockPermutation>,
+    /// `random_distribution` other than uniform: its block sampler.
+    sampler: Option<BlockSampler>,
+    /// Data I/Os issued and not yet completed (an fsync waits for them).
+    inflight: u32,
+    /// Writes since the last `fsync=N` flush.
+    writes_since_sync: u64,
+    sync: SyncState,
+    /// Flushes (fsync=, end_fsync): fio's sync latencies.
+    sync_stats: DirStats,
     zones: Vec<ZoneCursor>,
     /// Zones held open for writing (indexes into `zones`), oldest first.
     open_set: Vec<usize>,
@@ -696,6 +711,15 @@ struct JobState {
     ended: bool,
 }
 
+/// Where the job is with an `fsync=N` flush.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SyncState {
+    Idle,
+    /// Due: no new I/O until the I/O in flight is done and the flush ran.
+    Due,
+    Running,
+}
+
 /// The zone a zone_op worker takes next.
 enum OpZone {
     Zone(usize),
@@ -709,6 +733,10 @@ enum Step {
     Read(u64, u64),
     /// slba, bytes: a Dataset Management deallocate.
     Trim(u64, u64),
+    /// slba, bytes: a deallocate, then a write of the same blocks.
+    TrimWrite(u64, u64),
+    /// A flush (fsync=N), once nothing of the job is in flight.
+    Sync,
     /// slba, bytes, zone index (or usize::MAX outside zbd).
     Write(u64, u64, usize),
     Append(u64, u64, usize),
@@ -781,8 +809,15 @@ impl JobRun {
             .unwrap_or(len)
             .saturating_mul(u64::from(spec.loops));
         let mut rng = rng;
-        let randmap = (spec.rw.is_random() && !spec.norandommap)
-            .then(|| BlockPermutation::new((len / spec.bs.max(1)).max(1), &mut rng));
+        let blocks = (len / spec.bs.max(1)).max(1);
+        let sampler = if spec.rw.is_random() {
+            BlockSampler::new(&spec.random_distribution, blocks, &mut rng)
+        } else {
+            None
+        };
+        // (fio uses no random map with a non-uniform distribution)
+        let randmap = (spec.rw.is_random() && !spec.norandommap && sampler.is_none())
+            .then(|| BlockPermutation::new(blocks, &mut rng));
         Rc::new(JobRun {
             spec,
             target,
@@ -809,6 +844,11 @@ impl JobRun {
                 limit_bytes,
                 seq_pos: 0,
                 randmap,
+                sampler,
+                inflight: 0,
+                writes_since_sync: 0,
+                sync: SyncState::Idle,
+                sync_stats: DirStats::default(),
                 zones: Vec::new(),
                 open_set: Vec::new(),
                 next_zone: 0,
@@ -985,6 +1025,9 @@ impl JobRun {
             self.deadline.set(now + ramp + rt.as_nanos() as u64);
         }
         let result = self.clone().run_inner().await;
+        if self.spec.exitall {
+            self.shared.exited_group.set(Some(self.spec.group));
+        }
         // release what the job holds, whatever happened
         {
             let mut st = self.st.borrow_mut();
@@ -1035,6 +1078,7 @@ impl JobRun {
             read: std::mem::take(&mut st.read),
             write: std::mem::take(&mut st.write),
             trim: std::mem::take(&mut st.trim),
+            sync: std::mem::take(&mut st.sync_stats),
             zone_ops: std::mem::take(&mut st.ops),
             runtime_ns: end.saturating_sub(self.measure_from.get()),
             zone_resets: st.resets,
@@ -1143,7 +1187,38 @@ impl JobRun {
             }
         }
         first_err?;
+        if self.spec.end_fsync && self.st.borrow().error.is_none() {
+            self.timed_sync().await;
+        }
         self.verify_pass().await
+    }
+
+    /// A flush, its latency recorded as fio's sync (fsync=, end_fsync).
+    async fn timed_sync(&self) {
+        let t0 = self.handle.now_ns();
+        let r = self.target.flush().await;
+        let now = self.handle.now_ns();
+        let mut st = self.st.borrow_mut();
+        match r {
+            Ok(()) if t0 >= self.measure_from.get() => {
+                st.last_done_ns = st.last_done_ns.max(now);
+                let since = now - self.measure_from.get();
+                st.sync_stats.add(0, now - t0, since);
+            }
+            Ok(()) => {}
+            Err(e) => {
+                st.error.get_or_insert(e);
+            }
+        }
+    }
+
+    /// A data I/O of the job completed: a due flush may now run.
+    fn io_done(&self) {
+        let mut st = self.st.borrow_mut();
+        st.inflight = st.inflight.saturating_sub(1);
+        if st.inflight == 0 && st.sync == SyncState::Due {
+            self.shared.changed.notify_waiters();
+        }
     }
 
     fn worker_count(&self) -> u32 {
@@ -1208,7 +1283,9 @@ impl JobRun {
             let step = self.next_step();
             let (submit, slat) = match &step {
                 Step::Read(..) => self.host_submit(false, usize::MAX).await,
-                Step::Trim(..) | Step::Append(..) => self.host_submit(true, usize::MAX).await,
+                Step::Trim(..) | Step::TrimWrite(..) | Step::Append(..) => {
+                    self.host_submit(true, usize::MAX).await
+                }
                 Step::Write(_, _, zi) => self.host_submit(true, *zi).await,
                 _ => (self.handle.now_ns(), 0),
             };
@@ -1239,6 +1316,29 @@ impl JobRun {
                     let r = self.target.discard(slba, n / self.lba).await;
                     self.host_complete().await;
                     self.record(Ddir::Trim, n, slba, submit, slat, r);
+                }
+                Step::TrimWrite(slba, n) => {
+                    let r = self.target.discard(slba, n / self.lba).await;
+                    self.host_complete().await;
+                    let ok = r.is_ok();
+                    self.record(Ddir::Trim, n, slba, submit, slat, r);
+                    if ok {
+                        let submit = self.handle.now_ns();
+                        self.fill_verified(&mut buf[..n as usize], Some(slba * self.lba));
+                        let r = self.target.write(slba, &buf[..n as usize]).await;
+                        self.host_complete().await;
+                        let ok = r.is_ok();
+                        self.record(Ddir::Write, n, slba, submit, 0, r);
+                        if ok {
+                            self.remember_written(slba * self.lba, n);
+                        }
+                    }
+                }
+                Step::Sync => {
+                    self.timed_sync().await;
+                    self.st.borrow_mut().sync = SyncState::Idle;
+                    self.shared.changed.notify_waiters();
+                    continue;
                 }
                 Step::Write(slba, n, zi) => {
                     self.fill_verified(&mut buf[..n as usize], Some(slba * self.lba));
@@ -1311,6 +1411,8 @@ impl JobRun {
                     continue;
                 }
             }
+            // (only data I/O gets here: the other steps continued)
+            self.io_done();
             if think > 0 {
                 self.handle.sleep(think).await;
             }
@@ -1418,6 +1520,17 @@ impl JobRun {
         if self.abort.get() || st.error.is_some() || now >= self.deadline.get() {
             return Step::Done;
         }
+        if self.shared.exited_group.get() == Some(self.spec.group) {
+            return Step::Done;
+        }
+        match st.sync {
+            SyncState::Idle => {}
+            SyncState::Due if st.inflight == 0 => {
+                st.sync = SyncState::Running;
+                return Step::Sync;
+            }
+            SyncState::Due | SyncState::Running => return Step::WaitChange,
+        }
         if self.spec.number_ios > 0 && st.issued_ios >= self.spec.number_ios {
             return Step::Done;
         }
@@ -1438,7 +1551,8 @@ impl JobRun {
         }
         let mut dir = match self.spec.rw {
             Rw::Read | Rw::RandRead => Ddir::Read,
-            Rw::Write | Rw::RandWrite => Ddir::Write,
+            // (trimwrite: counted as writes; the step trims first)
+            Rw::Write | Rw::RandWrite | Rw::TrimWrite => Ddir::Write,
             Rw::Trim | Rw::RandTrim => Ddir::Trim,
             Rw::ReadWrite | Rw::RandRw => {
                 if st.rng.below_u64(100) < u64::from(self.spec.rwmixread) {
@@ -1503,9 +1617,10 @@ impl JobRun {
             let blocks = (self.len / align).max(1);
             let off = if self.spec.rw.is_random() {
                 let st = &mut *st;
-                let off = match st.randmap.as_mut() {
-                    Some(map) => map.next(&mut st.rng) * align,
-                    None => st.rng.below_u64(blocks) * align,
+                let off = match (st.sampler.as_mut(), st.randmap.as_mut()) {
+                    (Some(sampler), _) => sampler.next(&mut st.rng) * align,
+                    (None, Some(map)) => map.next(&mut st.rng) * align,
+                    (None, None) => st.rng.below_u64(blocks) * align,
                 };
                 off.min(self.len.saturating_sub(bs))
             } else {
@@ -1519,14 +1634,27 @@ impl JobRun {
             let slba = (self.start + off) / self.lba;
             match dir {
                 Ddir::Read => Step::Read(slba, bs),
+                Ddir::Write if self.spec.rw == Rw::TrimWrite => Step::TrimWrite(slba, bs),
                 Ddir::Write => Step::Write(slba, bs, usize::MAX),
                 Ddir::Trim => Step::Trim(slba, bs),
             }
         };
         let bytes = match step {
-            Step::Read(_, n) | Step::Write(_, n, _) | Step::Append(_, n, _) | Step::Trim(_, n) => n,
+            Step::Read(_, n)
+            | Step::Write(_, n, _)
+            | Step::Append(_, n, _)
+            | Step::Trim(_, n)
+            | Step::TrimWrite(_, n) => n,
             _ => return step,
         };
+        st.inflight += 1;
+        if self.spec.fsync > 0 && dir == Ddir::Write {
+            st.writes_since_sync += 1;
+            if st.writes_since_sync >= self.spec.fsync {
+                st.writes_since_sync = 0;
+                st.sync = SyncState::Due;
+            }
+        }
         st.issued_bytes += bytes;
         st.issued_ios += 1;
         match dir {

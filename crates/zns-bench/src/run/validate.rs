@@ -103,6 +103,16 @@ pub(super) fn validate(spec: &JobSpec, target: &Target, geo: &Geometry) -> Resul
             return Err(format!("untimed=1: {why}"));
         }
     }
+    if !spec.random_distribution.is_uniform()
+        && spec.zonemode == ZoneMode::Zbd
+        && spec.rw.is_random()
+        && spec.rw.has_writes()
+    {
+        return Err(format!(
+            "random_distribution={}: with zonemode=zbd random writes go to write pointers, not to the offsets a distribution draws; it applies to random reads here (rw=randread), or use zonemode=none on a conventional namespace or an FTL SSD",
+            spec.random_distribution
+        ));
+    }
     if spec.rw.is_trim() {
         if zoned {
             return Err(format!(
