@@ -31,9 +31,18 @@ use crate::randmap::BlockPermutation;
 #[derive(Debug, Clone, PartialEq)]
 pub enum RandomDistribution {
     Uniform,
-    Zipf { theta: f64, center: Option<f64> },
-    Pareto { h: f64, center: Option<f64> },
-    Normal { dev_percent: f64, center: f64 },
+    Zipf {
+        theta: f64,
+        center: Option<f64>,
+    },
+    Pareto {
+        h: f64,
+        center: Option<f64>,
+    },
+    Normal {
+        dev_percent: f64,
+        center: f64,
+    },
     /// (access %, range %) per zone of the range, in order.
     Zoned(Vec<(f64, f64)>),
 }
@@ -54,7 +63,8 @@ impl RandomDistribution {
                 .ok_or_else(|| format!("{kind}: {what} '{s}' is not a number"))
         };
         let value_and_center = |what: &str| -> Result<(f64, Option<f64>), String> {
-            let rest = rest.ok_or_else(|| format!("{kind} needs a value: {kind}:{what}[:CENTER]"))?;
+            let rest =
+                rest.ok_or_else(|| format!("{kind} needs a value: {kind}:{what}[:CENTER]"))?;
             let (v, c) = match rest.split_once(':') {
                 Some((v, c)) => (v, Some(c)),
                 None => (rest, None),
@@ -142,7 +152,10 @@ impl fmt::Display for RandomDistribution {
             RandomDistribution::Uniform => write!(f, "random"),
             RandomDistribution::Zipf { theta, center: c } => write!(f, "zipf:{theta}{}", center(c)),
             RandomDistribution::Pareto { h, center: c } => write!(f, "pareto:{h}{}", center(c)),
-            RandomDistribution::Normal { dev_percent, center } => {
+            RandomDistribution::Normal {
+                dev_percent,
+                center,
+            } => {
                 write!(f, "normal:{dev_percent}:{center}")
             }
             RandomDistribution::Zoned(zones) => {
@@ -200,9 +213,15 @@ impl BlockSampler {
             RandomDistribution::Pareto { h, center } => {
                 (Draw::Pareto(h.ln() / (1.0 - h).ln()), place(*center, rng))
             }
-            RandomDistribution::Normal { dev_percent, center } => {
+            RandomDistribution::Normal {
+                dev_percent,
+                center,
+            } => {
                 let sd = (dev_percent / 100.0 * n as f64).max(f64::MIN_POSITIVE);
-                (Draw::Normal(Normal::new(center * n as f64, sd).ok()?), Placement::From(0))
+                (
+                    Draw::Normal(Normal::new(center * n as f64, sd).ok()?),
+                    Placement::From(0),
+                )
             }
             RandomDistribution::Zoned(zones) => {
                 let mut cum = Vec::with_capacity(zones.len() + 1);
@@ -242,7 +261,10 @@ impl BlockSampler {
             Draw::Zoned(cum) => {
                 let u: f64 = rand::Rng::gen(rng);
                 // the zone whose cumulative access share covers u
-                let k = cum[1..].iter().position(|&(c, _)| u < c).unwrap_or(cum.len() - 2);
+                let k = cum[1..]
+                    .iter()
+                    .position(|&(c, _)| u < c)
+                    .unwrap_or(cum.len() - 2);
                 let (from, to) = (cum[k].1, cum[k + 1].1.max(cum[k].1 + 1));
                 return (from + rng.below_u64(to - from)).min(n - 1);
             }
@@ -281,14 +303,23 @@ mod tests {
 
     #[test]
     fn parses_fio_syntax_and_refuses_nonsense() {
-        assert_eq!(RandomDistribution::parse("random"), Ok(RandomDistribution::Uniform));
+        assert_eq!(
+            RandomDistribution::parse("random"),
+            Ok(RandomDistribution::Uniform)
+        );
         assert_eq!(
             RandomDistribution::parse("zipf:1.2"),
-            Ok(RandomDistribution::Zipf { theta: 1.2, center: None })
+            Ok(RandomDistribution::Zipf {
+                theta: 1.2,
+                center: None
+            })
         );
         assert_eq!(
             RandomDistribution::parse("pareto:0.2:0.5"),
-            Ok(RandomDistribution::Pareto { h: 0.2, center: Some(0.5) })
+            Ok(RandomDistribution::Pareto {
+                h: 0.2,
+                center: Some(0.5)
+            })
         );
         assert_eq!(
             RandomDistribution::parse("normal:10").map(|d| d.to_string()),
@@ -296,10 +327,24 @@ mod tests {
         );
         assert!(RandomDistribution::parse("zoned:60/10:40/90").is_ok());
         for bad in [
-            "zipf", "zipf:x", "zipf:0", "zipf:1.2:2", "pareto:1", "pareto:0", "normal:0",
-            "normal:101", "zoned:60/10:30/90", "zoned:60:40", "gauss:1", "zoned:50/50,50/50", "",
+            "zipf",
+            "zipf:x",
+            "zipf:0",
+            "zipf:1.2:2",
+            "pareto:1",
+            "pareto:0",
+            "normal:0",
+            "normal:101",
+            "zoned:60/10:30/90",
+            "zoned:60:40",
+            "gauss:1",
+            "zoned:50/50,50/50",
+            "",
         ] {
-            assert!(RandomDistribution::parse(bad).is_err(), "{bad} was accepted");
+            assert!(
+                RandomDistribution::parse(bad).is_err(),
+                "{bad} was accepted"
+            );
         }
     }
 

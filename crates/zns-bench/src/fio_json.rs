@@ -204,7 +204,7 @@ impl RunReport {
 
     fn fio_json(&self, bins: bool) -> Json {
         let jobs: Vec<Json> = self.jobs.iter().map(|j| job_json(j, bins)).collect();
-        json!({
+        let mut doc = json!({
             "fio version": concat!("znskit-", env!("CARGO_PKG_VERSION")),
             "timestamp": 0,
             "timestamp_ms": 0,
@@ -216,7 +216,12 @@ impl RunReport {
                 "seed": self.seed,
                 "virtual_ns": self.virtual_ns,
             },
-        })
+        });
+        // (only when there are some: a run without notes prints what it did)
+        if !self.notes.is_empty() {
+            doc["znskit"]["notes"] = json!(self.notes);
+        }
+        doc
     }
 }
 

@@ -49,7 +49,12 @@ fn direction(d: &Value, out: &mut Vec<String>) {
     out.push((u64_at(d, &["io_bytes"]) >> 10).to_string());
     out.push(u64_at(d, &["bw"]).to_string());
     // fio: I/Os × 1000 / runtime in ms, in whole I/Os per second
-    out.push(ios.saturating_mul(1000).checked_div(runtime_ms).unwrap_or(0).to_string());
+    out.push(
+        ios.saturating_mul(1000)
+            .checked_div(runtime_ms)
+            .unwrap_or(0)
+            .to_string(),
+    );
     out.push(runtime_ms.to_string());
     latency_fields(d, "slat_ns", out);
     latency_fields(d, "clat_ns", out);
@@ -86,9 +91,15 @@ pub fn job_line(doc: &Value, job: &Value) -> String {
             .and_then(Value::as_str)
             .unwrap_or("")
             .into(),
-        job.get("jobname").and_then(Value::as_str).unwrap_or("").into(),
+        job.get("jobname")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .into(),
         u64_at(job, &["groupid"]).to_string(),
-        job.get("error").and_then(Value::as_i64).unwrap_or(0).to_string(),
+        job.get("error")
+            .and_then(Value::as_i64)
+            .unwrap_or(0)
+            .to_string(),
     ];
     for dir in ["read", "write"] {
         direction(job.get(dir).unwrap_or(&Value::Null), &mut f);
@@ -103,17 +114,26 @@ pub fn job_line(doc: &Value, job: &Value) -> String {
             f.push(format!("{:.*}%", decimals, f64_at(job, &[map, k])));
         }
     };
-    percents(&mut f, "iodepth_level", &["1", "2", "4", "8", "16", "32", ">=64"], 1);
+    percents(
+        &mut f,
+        "iodepth_level",
+        &["1", "2", "4", "8", "16", "32", ">=64"],
+        1,
+    );
     percents(
         &mut f,
         "latency_us",
-        &["2", "4", "10", "20", "50", "100", "250", "500", "750", "1000"],
+        &[
+            "2", "4", "10", "20", "50", "100", "250", "500", "750", "1000",
+        ],
         2,
     );
     percents(
         &mut f,
         "latency_ms",
-        &["2", "4", "10", "20", "50", "100", "250", "500", "750", "1000", "2000", ">=2000"],
+        &[
+            "2", "4", "10", "20", "50", "100", "250", "500", "750", "1000", "2000", ">=2000",
+        ],
         2,
     );
     if let Some(desc) = job.get("desc").and_then(Value::as_str) {
@@ -161,13 +181,39 @@ mod tests {
         let line = fio_terse(&doc);
         let f: Vec<&str> = line.trim_end().split(';').collect();
         assert_eq!(f.len(), V3_FIELDS_WITHOUT_DISK);
-        assert_eq!(&f[..9], ["3", "znskit-0.1.0", "t", "0", "0", "1984", "64000", "16000", "31"]);
+        assert_eq!(
+            &f[..9],
+            [
+                "3",
+                "znskit-0.1.0",
+                "t",
+                "0",
+                "0",
+                "1984",
+                "64000",
+                "16000",
+                "31"
+            ]
+        );
         // completion latency, then its percentiles (padded to 20), total latency
-        assert_eq!(&f[13..19], ["21", "2368", "57.107442", "1.000000", "1.000000%=23", "99.000000%=602"]);
+        assert_eq!(
+            &f[13..19],
+            [
+                "21",
+                "2368",
+                "57.107442",
+                "1.000000",
+                "1.000000%=23",
+                "99.000000%=602"
+            ]
+        );
         assert_eq!(f[19], "0%=0");
         assert_eq!(f[36], "0%=0");
         assert_eq!(&f[37..41], ["21", "2368", "57.168256", "1.000000"]);
-        assert_eq!(&f[41..46], ["1", "2", "100.000000%", "1.500000", "0.500000"]);
+        assert_eq!(
+            &f[41..46],
+            ["1", "2", "100.000000%", "1.500000", "0.500000"]
+        );
         // writes: nothing done
         assert_eq!(&f[46..50], ["0", "0", "0", "0"]);
         assert_eq!(f[92], "100.0%");
@@ -175,7 +221,11 @@ mod tests {
         // a description is one more field
         let mut doc = doc;
         doc["jobs"][0]["desc"] = json!("my job");
-        let f: Vec<String> = fio_terse(&doc).trim_end().split(';').map(String::from).collect();
+        let f: Vec<String> = fio_terse(&doc)
+            .trim_end()
+            .split(';')
+            .map(String::from)
+            .collect();
         assert_eq!(f.len(), V3_FIELDS_WITHOUT_DISK + 1);
         assert_eq!(f.last().unwrap(), "my job");
     }

@@ -45,16 +45,30 @@ fn random_distribution_skews_where_random_reads_fall() {
     // the random map: every block once per pass
     assert!(hot_share(&uniform, 4096, 0.2) < 0.3);
     let p = hot_share(&pareto, 4096, 0.2);
-    assert!((0.75..0.85).contains(&p), "pareto:0.2 put {p} of the reads on 20 % of the blocks");
+    assert!(
+        (0.75..0.85).contains(&p),
+        "pareto:0.2 put {p} of the reads on 20 % of the blocks"
+    );
     assert!(hot_share(&zipf, 4096, 0.01) > 0.4);
     // hot blocks spread over the range, not packed at its start
-    let hottest = zipf.iter().max_by_key(|(_, &c)| c).map(|(&b, _)| b).unwrap();
+    let hottest = zipf
+        .iter()
+        .max_by_key(|(_, &c)| c)
+        .map(|(&b, _)| b)
+        .unwrap();
     let centered = reads_per_block(&format!("{base} --random_distribution=zipf:1.1:0.5"));
-    let hottest_centered = centered.iter().max_by_key(|(_, &c)| c).map(|(&b, _)| b).unwrap();
+    let hottest_centered = centered
+        .iter()
+        .max_by_key(|(_, &c)| c)
+        .map(|(&b, _)| b)
+        .unwrap();
     assert_eq!(hottest_centered, 2048);
     assert_ne!(hottest, 0);
     // same seed, same blocks
-    assert_eq!(zipf, reads_per_block(&format!("{base} --random_distribution=zipf:1.1")));
+    assert_eq!(
+        zipf,
+        reads_per_block(&format!("{base} --random_distribution=zipf:1.1"))
+    );
 }
 
 #[test]
@@ -68,11 +82,19 @@ fn random_distribution_on_zbd_reads_stays_below_write_pointers() {
     );
     assert_eq!(rep.jobs[1].read.total_ios, 2000);
     assert!(rep.jobs[1].error.is_none());
-    let log = rep.io_logs.iter().find(|l| l.number == 2).expect("the reader's log");
+    let log = rep
+        .io_logs
+        .iter()
+        .find(|l| l.number == 2)
+        .expect("the reader's log");
     let mut zones = [0u64; 4];
     for io in &log.ios {
         let (zone, in_zone) = (io.offset_bytes >> 20, io.offset_bytes & ((1 << 20) - 1));
-        assert!(zone < 2 && in_zone < 768 << 10, "read at {} past what was written", io.offset_bytes);
+        assert!(
+            zone < 2 && in_zone < 768 << 10,
+            "read at {} past what was written",
+            io.offset_bytes
+        );
         zones[zone as usize] += 1;
     }
     // both written zones are read (draws in empty zones move to one with data)
@@ -83,9 +105,14 @@ fn random_distribution_on_zbd_reads_stays_below_write_pointers() {
     ))
     .unwrap();
     let err = run_jobs(&specs, 1).unwrap_err().to_string();
-    assert!(err.contains("random_distribution=zipf:1.2") && err.contains("write pointers"), "{err}");
+    assert!(
+        err.contains("random_distribution=zipf:1.2") && err.contains("write pointers"),
+        "{err}"
+    );
     for bad in ["zipf", "pareto:2", "normal:0", "zoned:50/50:10/10", "gauss"] {
-        let e = parse_args(&args(&format!("--name=r --filename=tiny --random_distribution={bad}")));
+        let e = parse_args(&args(&format!(
+            "--name=r --filename=tiny --random_distribution={bad}"
+        )));
         assert!(e.is_err(), "{bad} accepted");
     }
 }
@@ -103,7 +130,8 @@ fn fsync_flushes_every_n_writes_and_end_fsync_once_more() {
     let plain = run("--name=w --filename=sn540-mini --rw=write --bs=4k --size=4m");
     assert_eq!(plain.jobs[0].sync.total_ios, 0);
     // fdatasync is the same command on a block device
-    let fdatasync = run("--name=w --filename=sn540-mini --rw=write --bs=4k --size=4m --fdatasync=512");
+    let fdatasync =
+        run("--name=w --filename=sn540-mini --rw=write --bs=4k --size=4m --fdatasync=512");
     assert_eq!(fdatasync.jobs[0].sync.total_ios, 2);
 }
 
@@ -114,8 +142,7 @@ fn trimwrite_deallocates_then_writes_every_block() {
     assert_eq!(j.trim.total_ios, 64);
     assert_eq!(j.write.total_ios, 64);
     assert_eq!(j.write.io_bytes, 4 << 20);
-    let specs =
-        parse_args(&args("--name=tw --filename=zn540 --rw=trimwrite --size=1z")).unwrap();
+    let specs = parse_args(&args("--name=tw --filename=zn540 --rw=trimwrite --size=1z")).unwrap();
     let err = run_jobs(&specs, 1).unwrap_err().to_string();
     assert!(err.contains("rw=trimwrite"), "{err}");
 }
@@ -134,4 +161,53 @@ fn exitall_stops_the_rest_of_the_group_when_one_job_finishes() {
     assert_eq!(stopped.jobs[0].read.total_ios, 100);
     let long = stopped.jobs[1].read.total_ios;
     assert!(long < 1000, "the long job went on for {long} reads");
+}
+
+#[test]
+fn notes_say_when_a_size_is_clamped_or_a_run_is_very_long_before_it_runs() {
+    let rep = run(
+        "--name=w --filename=zn540 --zonemode=zbd --direct=1 --rw=write --size=1P --number_ios=10",
+    );
+    assert_eq!(rep.notes.len(), 1, "{:?}", rep.notes);
+    assert!(
+        rep.notes[0].contains("size=1P") && rep.notes[0].contains("clamps"),
+        "{:?}",
+        rep.notes
+    );
+    assert!(
+        run("--name=w --filename=zn540 --zonemode=zbd --direct=1 --rw=write --size=1z")
+            .notes
+            .is_empty()
+    );
+    // 2.7e11 I/Os: said in the first progress report, before any I/O (the
+    // run is stopped at once)
+    let specs = parse_args(&args(
+        "--name=r --filename=zn540 --rw=read --bs=4k --io_size=1P",
+    ))
+    .unwrap();
+    let mut first: Option<zns_bench::run::Progress> = None;
+    let rep = zns_bench::run::run_jobs_interruptible(
+        &specs,
+        1,
+        &mut |p| {
+            first.get_or_insert_with(|| p.clone());
+        },
+        &|| true,
+    )
+    .unwrap();
+    let first = first.expect("a progress report");
+    assert_eq!(first.virtual_ns, 0);
+    assert_eq!(first.notes, rep.notes);
+    assert!(rep.notes[0].contains("2.7e11 I/Os"), "{:?}", rep.notes);
+}
+
+#[test]
+fn notes_are_in_the_json_document_only_when_there_are_some() {
+    let clamped = run(
+        "--name=w --filename=zn540 --zonemode=zbd --direct=1 --rw=write --size=1P --number_ios=10",
+    );
+    let notes = &clamped.to_fio_json()["znskit"]["notes"];
+    assert!(notes[0].as_str().unwrap().contains("size=1P"), "{notes}");
+    let plain = run("--name=w --filename=zn540 --zonemode=zbd --direct=1 --rw=write --size=1z");
+    assert!(plain.to_fio_json()["znskit"].get("notes").is_none());
 }

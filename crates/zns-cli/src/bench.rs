@@ -346,14 +346,21 @@ fn execute(specs: &[JobSpec], seed: u64, eta: Eta) -> Result<RunReport, CliError
         1000,
         "{prefix} [{bar:30}] {percent:>3}% {msg} (host {elapsed})",
     ) else {
-        return run::run_jobs_interruptible(specs, seed, &mut |_| {}, interrupted)
-            .map_err(run_error);
+        let say = &mut |p: &run::Progress| {
+            for note in &p.notes {
+                eprintln!("zns bench: note: {note}");
+            }
+        };
+        return run::run_jobs_interruptible(specs, seed, say, interrupted).map_err(run_error);
     };
     let mut last_group = u32::MAX;
     let r = run::run_jobs_interruptible(
         specs,
         seed,
         &mut |p: &run::Progress| {
+            for note in &p.notes {
+                bar.suspend(|| eprintln!("zns bench: note: {note}"));
+            }
             if p.group != last_group {
                 last_group = p.group;
                 bar.set_prefix(format!("group {}/{}", p.group + 1, p.groups.max(1)));
@@ -498,7 +505,10 @@ mod tests {
         assert_eq!(a.seed, 7);
         let both = parse(v(&["--output-format=json,normal", "-"])).unwrap();
         assert_eq!(both.formats, vec![Format::Json, Format::Normal]);
-        assert_eq!(parse(v(&["--minimal"])).unwrap().formats, vec![Format::Terse]);
+        assert_eq!(
+            parse(v(&["--minimal"])).unwrap().formats,
+            vec![Format::Terse]
+        );
         let terse = parse(v(&["--output-format=terse,json"])).unwrap();
         assert_eq!(terse.formats, vec![Format::Terse, Format::Json]);
         assert_eq!(both.files, vec![PathBuf::from("-")]);

@@ -41,8 +41,8 @@ use zns_sim::sync::Notify;
 use zns_sim::{Handle, Runtime, SimRng};
 use zns_target::{Devices, Geometry, Target};
 
-use crate::job::{Ddir, HostStack, JobSpec, Precondition, Rw, ZoneMode, ZoneOp};
 use crate::distribution::BlockSampler;
+use crate::job::{Ddir, HostStack, JobSpec, Precondition, Rw, ZoneMode, ZoneOp};
 use crate::randmap::BlockPermutation;
 use crate::stats::DirStats;
 
@@ -52,7 +52,7 @@ mod verify_pass;
 mod zbd;
 mod zone_ops;
 
-use validate::{check_disjoint_zone_writers, job_range, max_block_bytes, validate};
+use validate::{check_disjoint_zone_writers, job_notes, job_range, max_block_bytes, validate};
 use verify_pass::forget_range;
 
 /// Why a run failed.
@@ -85,6 +85,12 @@ pub struct Progress {
     /// I/Os completed so far in the run.
     pub read_ios: u64,
     pub write_ios: u64,
+    /// What a user should know about the group that starts now (a size
+    /// clamped to the device, a run of very many I/Os, a large verify):
+    /// given once, in the report made when the group is set up, before its
+    /// preconditioning and I/O (the report is also in
+    /// [`RunReport::notes`]).
+    pub notes: Vec<String>,
 }
 
 /// Names of the zone-management statistics a job can report.
@@ -176,6 +182,8 @@ pub struct RunReport {
     /// (`write_lat_log`, …), in fio's thread order; the caller writes them
     /// ([`crate::iolog::JobIoLog::files`]).
     pub io_logs: Vec<crate::iolog::JobIoLog>,
+    /// Every group's [`Progress::notes`], in order.
+    pub notes: Vec<String>,
 }
 
 /// The host stack a job uses: `host_stack`, else spdk for `ioengine=spdk`
@@ -246,6 +254,7 @@ pub fn run_jobs_interruptible(
     let shared = Rc::new(RunShared::default());
     let mut reports = Vec::new();
     let mut io_logs = Vec::new();
+    let mut notes = Vec::new();
     // fio numbers every job clone of the run from 1 (its log file names)
     let mut thread_number = 0u32;
     let mut stopped = false;
@@ -254,6 +263,7 @@ pub fn run_jobs_interruptible(
             break;
         }
         let mut runs: Vec<Rc<JobRun>> = Vec::new();
+        let mut group_notes: Vec<String> = Vec::new();
         let mut stack_of_device: BTreeMap<String, HostStack> = BTreeMap::new();
         for spec in jobs {
             let setup = |msg: String| RunError::Setup {
@@ -288,6 +298,7 @@ pub fn run_jobs_interruptible(
             let slat = (spec.ioengine == crate::job::IoEngine::Libaio)
                 .then(|| devices.timing(&fname).map(|t| host::Slat::new(t, stack)))
                 .flatten();
+            group_notes.extend(job_notes(spec, &geo).map_err(&setup)?);
             for clone in 0..spec.numjobs.max(1) {
                 let (start, len) = job_range(spec, &geo, clone).map_err(&setup)?;
                 let rng = match spec.randseed {
@@ -326,6 +337,18 @@ pub fn run_jobs_interruptible(
             }
         }
         check_disjoint_zone_writers(&runs)?;
+        if !group_notes.is_empty() {
+            progress(&Progress {
+                group: gi as u32,
+                groups: ngroups,
+                virtual_ns: handle.now_ns(),
+                done_fraction: 0.0,
+                read_ios: shared.read_ios.get(),
+                write_ios: shared.write_ios.get(),
+                notes: group_notes.clone(),
+            });
+            notes.append(&mut group_notes);
+        }
         // preconditioning, one job after another, before anything is timed
         for run in &runs {
             if run.spec.precondition != Precondition::None {
@@ -391,6 +414,7 @@ pub fn run_jobs_interruptible(
                 done_fraction,
                 read_ios: shared.read_ios.get(),
                 write_ios: shared.write_ios.get(),
+                notes: Vec::new(),
             });
             if !stopped && interrupted() {
                 stopped = true;
@@ -453,6 +477,7 @@ pub fn run_jobs_interruptible(
         raid: devices.raid_stats(),
         interrupted: stopped,
         io_logs,
+        notes,
     })
 }
 
