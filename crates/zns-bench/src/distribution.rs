@@ -121,7 +121,7 @@ impl RandomDistribution {
                         .split_once('/')
                         .ok_or_else(|| format!("zoned: '{part}' is not ACCESS%/RANGE%"))?;
                     let (a, r) = (number(a, "access %")?, number(r, "range %")?);
-                    if !(0.0..=100.0).contains(&a) || !(r > 0.0 && r <= 100.0) {
+                    if !((0.0..=100.0).contains(&a) && r > 0.0 && r <= 100.0) {
                         return Err(format!("zoned: '{part}': access in [0, 100] and range in (0, 100] percent"));
                     }
                     zones.push((a, r));

@@ -12,7 +12,7 @@ fn args(s: &str) -> Vec<String> {
 }
 
 fn run(s: &str) -> zns_bench::run::RunReport {
-    let specs = parse_args(&args(s)).unwrap_or_else(|e| panic!("{s}: {e}"));
+    let specs = parse_args(args(s)).unwrap_or_else(|e| panic!("{s}: {e}"));
     run_jobs(&specs, 3).unwrap_or_else(|e| panic!("{s}: {e}"))
 }
 
@@ -100,7 +100,7 @@ fn random_distribution_on_zbd_reads_stays_below_write_pointers() {
     // both written zones are read (draws in empty zones move to one with data)
     assert!(zones[0] > 0 && zones[1] > 0, "{zones:?}");
     // random writes on zbd go to write pointers: a distribution is refused
-    let specs = parse_args(&args(
+    let specs = parse_args(args(
         "--name=w --filename=tiny --zonemode=zbd --direct=1 --rw=randwrite --size=1z --random_distribution=zipf:1.2",
     ))
     .unwrap();
@@ -110,7 +110,7 @@ fn random_distribution_on_zbd_reads_stays_below_write_pointers() {
         "{err}"
     );
     for bad in ["zipf", "pareto:2", "normal:0", "zoned:50/50:10/10", "gauss"] {
-        let e = parse_args(&args(&format!(
+        let e = parse_args(args(&format!(
             "--name=r --filename=tiny --random_distribution={bad}"
         )));
         assert!(e.is_err(), "{bad} accepted");
@@ -142,7 +142,7 @@ fn trimwrite_deallocates_then_writes_every_block() {
     assert_eq!(j.trim.total_ios, 64);
     assert_eq!(j.write.total_ios, 64);
     assert_eq!(j.write.io_bytes, 4 << 20);
-    let specs = parse_args(&args("--name=tw --filename=zn540 --rw=trimwrite --size=1z")).unwrap();
+    let specs = parse_args(args("--name=tw --filename=zn540 --rw=trimwrite --size=1z")).unwrap();
     let err = run_jobs(&specs, 1).unwrap_err().to_string();
     assert!(err.contains("rw=trimwrite"), "{err}");
 }
@@ -181,7 +181,7 @@ fn notes_say_when_a_size_is_clamped_or_a_run_is_very_long_before_it_runs() {
     );
     // 2.7e11 I/Os: said in the first progress report, before any I/O (the
     // run is stopped at once)
-    let specs = parse_args(&args(
+    let specs = parse_args(args(
         "--name=r --filename=zn540 --rw=read --bs=4k --io_size=1P",
     ))
     .unwrap();
