@@ -169,7 +169,7 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("filename", OptKind::Str, None,
         "Target device (required): a built-in profile (e.g. zn540), a profile TOML file, a device image, raid:… or a real zoned device /dev/… (docs/targets.md)."),
     aliased(opt("rw", OptKind::Enum(&["read", "write", "randread", "randwrite", "rw", "readwrite", "randrw", "trim", "randtrim", "trimwrite"]), Some("read"),
-        "I/O pattern: read, write, randread, randwrite, rw/readwrite (sequential mixed), randrw (random mixed), trim/randtrim (Dataset Management deallocate, sequential or random; conventional namespaces), trimwrite (sequential: each block deallocated, then written; conventional namespaces)."), &["readwrite"]),
+        "I/O pattern: read, write, randread, randwrite, rw/readwrite (sequential mixed), randrw (random mixed), trim/randtrim (Dataset Management deallocate, sequential or random, on conventional namespaces; with zonemode=zbd a zone reset per trim, as fio), trimwrite (sequential: each block deallocated, then written; conventional namespaces)."), &["readwrite"]),
     opt("rwmixread", OptKind::Int { min: 0, max: 100 }, Some("50"),
         "Percentage of a mixed workload that is reads."),
     opt("rwmixwrite", OptKind::Int { min: 0, max: 100 }, Some("50"),
@@ -1766,6 +1766,22 @@ fn resolve(s: &Section, group: u32) -> Result<JobSpec, JobError> {
             .collect(),
     };
     Ok(spec)
+}
+
+/// Jobs of several job files run one after another, as fio runs them:
+/// each file's groups follow the previous file's (so every file starts a new
+/// reporting group, as if its first job had `stonewall`), on the same
+/// devices, so a read file can follow the file that writes its data.
+pub fn chain_files(files: impl IntoIterator<Item = Vec<JobSpec>>) -> Vec<JobSpec> {
+    let mut all: Vec<JobSpec> = Vec::new();
+    for mut jobs in files {
+        let base = all.last().map_or(0, |j| j.group + 1);
+        for j in &mut jobs {
+            j.group += base;
+        }
+        all.extend(jobs);
+    }
+    all
 }
 
 /// True when the job's `name` value was inherited from the global options

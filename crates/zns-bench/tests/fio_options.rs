@@ -211,3 +211,28 @@ fn notes_are_in_the_json_document_only_when_there_are_some() {
     let plain = run("--name=w --filename=zn540 --zonemode=zbd --direct=1 --rw=write --size=1z");
     assert!(plain.to_fio_json()["znskit"].get("notes").is_none());
 }
+
+#[test]
+fn zbd_trims_reset_whole_zones_as_fio_does() {
+    // tiny: 16 zones of 1 MiB; write 2 zones, trim the first 4, read
+    let zbd = "--filename=tiny --zonemode=zbd --direct=1";
+    let rep = run(&format!(
+        "--name=w {zbd} --rw=write --bs=64k --size=2z --name=t --stonewall {zbd} --rw=trim --size=4z"
+    ));
+    let t = &rep.jobs[1];
+    assert_eq!(t.trim.total_ios, 4);
+    assert_eq!(t.trim.io_bytes, 4 << 20);
+    assert!(t.trim.mean() > 0.0);
+    // nothing is left to read: the zones are empty
+    let specs = parse_args(args(&format!(
+        "--name=w {zbd} --rw=write --bs=64k --size=2z --name=t --stonewall {zbd} --rw=randtrim --size=2z --number_ios=8 \
+         --name=r --stonewall {zbd} --rw=read --size=2z"
+    )))
+    .unwrap();
+    let err = run_jobs(&specs, 1).unwrap_err().to_string();
+    assert!(err.contains("nothing is written"), "{err}");
+    // without zbd a zoned namespace has no trim
+    let specs = parse_args(args("--name=t --filename=tiny --rw=trim --size=1z")).unwrap();
+    let err = run_jobs(&specs, 1).unwrap_err().to_string();
+    assert!(err.contains("zonemode=zbd"), "{err}");
+}

@@ -246,7 +246,7 @@ fn specs(a: &BenchArgs) -> Result<Vec<JobSpec>, CliError> {
             "bench: `{n}` cannot be combined with a job file: put the job in a file, or run it on its own"
         )));
     }
-    let mut all: Vec<JobSpec> = Vec::new();
+    let mut files: Vec<Vec<JobSpec>> = Vec::new();
     for path in &a.files {
         // `-`: the job file on stdin, as `fio -` reads it
         let text = if path.as_os_str() == "-" {
@@ -263,19 +263,12 @@ fn specs(a: &BenchArgs) -> Result<Vec<JobSpec>, CliError> {
                 std::fs::read_to_string(p).map_err(|e| e.to_string())
             })
             .map_err(CliError::Input)?;
-        let mut jobs =
+        files.push(
             job::parse_job_file_with_args(&text, &path.display().to_string(), &a.job_args)
-                .map_err(|e| CliError::Input(e.to_string()))?;
-        // fio runs job files one after another: each file starts a new
-        // reporting group (as if its first job had stonewall), on the same
-        // devices, so a read file can follow the file that writes its data
-        let base = all.last().map_or(0, |j| j.group + 1);
-        for j in &mut jobs {
-            j.group += base;
-        }
-        all.extend(jobs);
+                .map_err(|e| CliError::Input(e.to_string()))?,
+        );
     }
-    Ok(all)
+    Ok(job::chain_files(files))
 }
 
 fn select_sections(specs: Vec<JobSpec>, sections: &[String]) -> Result<Vec<JobSpec>, CliError> {

@@ -760,6 +760,9 @@ enum Step {
     Trim(u64, u64),
     /// slba, bytes: a deallocate, then a write of the same blocks.
     TrimWrite(u64, u64),
+    /// zonemode=zbd trim on a zoned namespace: a reset of this zone,
+    /// reported as a trim of the zone (fio's zbd mode).
+    TrimZone(usize),
     /// A flush (fsync=N), once nothing of the job is in flight.
     Sync,
     /// slba, bytes, zone index (or usize::MAX outside zbd).
@@ -1237,6 +1240,27 @@ impl JobRun {
         }
     }
 
+    /// A reset of zone `zi` the job issued completed (`ok`: it was done):
+    /// the zone is empty again and free for the job's workers.
+    fn zone_reset_done(&self, zi: usize, ok: bool) {
+        let mut st = self.st.borrow_mut();
+        let z = &mut st.zones[zi];
+        z.busy = false;
+        if ok {
+            let zslba = z.start_lba;
+            z.next = 0;
+            z.readable = 0;
+            z.flushed = 0;
+            z.done = 0;
+            z.zrwa = false;
+            st.resets += 1;
+            st.read_zones.retain(|&i| i != zi);
+            // what the zone held is gone: nothing to verify
+            let from = zslba * self.lba;
+            forget_range(&mut st.written, from, from + self.geo.zone_bytes);
+        }
+    }
+
     /// A data I/O of the job completed: a due flush may now run.
     fn io_done(&self) {
         let mut st = self.st.borrow_mut();
@@ -1308,7 +1332,7 @@ impl JobRun {
             let step = self.next_step();
             let (submit, slat) = match &step {
                 Step::Read(..) => self.host_submit(false, usize::MAX).await,
-                Step::Trim(..) | Step::TrimWrite(..) | Step::Append(..) => {
+                Step::Trim(..) | Step::TrimWrite(..) | Step::TrimZone(_) | Step::Append(..) => {
                     self.host_submit(true, usize::MAX).await
                 }
                 Step::Write(_, _, zi) => self.host_submit(true, *zi).await,
@@ -1358,6 +1382,15 @@ impl JobRun {
                             self.remember_written(slba * self.lba, n);
                         }
                     }
+                }
+                Step::TrimZone(zi) => {
+                    let zslba = self.st.borrow().zones[zi].start_lba;
+                    let dev = self.target.zoned().expect("zbd trims run on zoned targets");
+                    let r = dev.zone_send(send(ZoneAction::Reset, zslba)).await;
+                    self.host_complete().await;
+                    self.zone_reset_done(zi, r.is_ok());
+                    self.record(Ddir::Trim, self.geo.zone_bytes, zslba, submit, slat, r);
+                    self.shared.changed.notify_waiters();
                 }
                 Step::Sync => {
                     self.timed_sync().await;
@@ -1414,23 +1447,7 @@ impl JobRun {
                     let r = self
                         .timed_mgmt(send(ZoneAction::Reset, zslba), "reset")
                         .await;
-                    {
-                        let mut st = self.st.borrow_mut();
-                        let z = &mut st.zones[zi];
-                        z.busy = false;
-                        if r.is_ok() {
-                            z.next = 0;
-                            z.readable = 0;
-                            z.flushed = 0;
-                            z.done = 0;
-                            z.zrwa = false;
-                            st.resets += 1;
-                            st.read_zones.retain(|&i| i != zi);
-                            // what the zone held is gone: nothing to verify
-                            let from = zslba * self.lba;
-                            forget_range(&mut st.written, from, from + self.geo.zone_bytes);
-                        }
-                    }
+                    self.zone_reset_done(zi, r.is_ok());
                     self.shared.changed.notify_waiters();
                     r?;
                     continue;
@@ -1628,7 +1645,26 @@ impl JobRun {
                 .for_dir(dir)
                 .pick(|n| rng.below_u64(n))
         };
-        let step = if self.zbd() {
+        let step = if self.zbd() && dir == Ddir::Trim {
+            // fio's zbd mode on a zoned device: a trim resets a whole zone,
+            // the zones of the range in order (randtrim: at random)
+            let nz = st.zones.len();
+            if nz == 0 {
+                return Step::Done;
+            }
+            let zi = if self.spec.rw.is_random() {
+                st.rng.below_u64(nz as u64) as usize
+            } else {
+                let zi = (st.seq_pos / self.geo.zone_bytes.max(1)) as usize % nz;
+                st.seq_pos += self.geo.zone_bytes;
+                zi
+            };
+            if st.zones[zi].busy || st.zones[zi].inflight > 0 {
+                return Step::WaitChange;
+            }
+            st.zones[zi].busy = true;
+            Step::TrimZone(zi)
+        } else if self.zbd() {
             if is_read {
                 self.zbd_read(&mut st, bs)
             } else {
@@ -1670,6 +1706,7 @@ impl JobRun {
             | Step::Append(_, n, _)
             | Step::Trim(_, n)
             | Step::TrimWrite(_, n) => n,
+            Step::TrimZone(_) => self.geo.zone_bytes,
             _ => return step,
         };
         st.inflight += 1;

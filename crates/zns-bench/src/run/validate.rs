@@ -114,9 +114,9 @@ pub(super) fn validate(spec: &JobSpec, target: &Target, geo: &Geometry) -> Resul
         ));
     }
     if spec.rw.is_trim() {
-        if zoned {
+        if zoned && (spec.zonemode != ZoneMode::Zbd || spec.rw == Rw::TrimWrite) {
             return Err(format!(
-                "rw={}: a zoned namespace has no deallocate (fio turns trims into zone resets there): use zone_op=reset",
+                "rw={}: a zoned namespace has no deallocate: with zonemode=zbd, rw=trim and randtrim reset whole zones (as fio's zbd mode does), or use zone_op=reset",
                 spec.rw.as_str()
             ));
         }
