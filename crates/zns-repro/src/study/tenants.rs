@@ -94,7 +94,7 @@ pub fn tenant_profile(scale: &Scale) -> Result<Profile, AppError> {
         ns(scale.zones_b, true),
     ];
     // (parsed again: the timing model takes the zone geometry from it)
-    Ok(Profile::from_toml(&p.to_toml(), "zn540-two-tenants").map_err(crate::step)?)
+    Profile::from_toml(&p.to_toml(), "zn540-two-tenants").map_err(crate::step)
 }
 
 /// The profile's peak write bandwidth (every die programming) and read
