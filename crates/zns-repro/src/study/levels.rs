@@ -9,7 +9,7 @@ use zns_apps::mount::FileSystem;
 use zns_apps::served::Server;
 use zns_apps::AppError;
 
-use super::{
+use super::plan::{
     conventional, counters, io, mount_dir, serve_args, zoned, zoned_targets, Level, LevelPoint,
     Scale, StudyOptions,
 };

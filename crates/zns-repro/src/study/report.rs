@@ -15,7 +15,7 @@ use crate::compare::{self, PaperRow};
 use zns_apps::AppError;
 
 use super::levels::LEVEL_BENCHMARKS;
-use super::{scale, Counters, Level, LevelPoint, StudyPoints, TenantPoint};
+use super::plan::{scale, Counters, Level, LevelPoint, StudyPoints, TenantPoint};
 
 /// The points a run wrote to `dir/points.json`.
 pub fn read_points(dir: &Path) -> Result<StudyPoints, AppError> {

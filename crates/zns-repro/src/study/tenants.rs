@@ -14,7 +14,7 @@ use zns_apps::served::Server;
 use zns_apps::AppError;
 
 use super::levels::lsm_args;
-use super::{
+use super::plan::{
     conventional, counters, io, mount_dir, ratio, serve_args, zoned, zoned_targets, Bandwidth,
     Capacity, Counters, Scale, StudyOptions, Tenancy, TenantPoint, Utilization,
 };

@@ -1,6 +1,10 @@
 //! The study's plan, parsers and outputs, tested without a guest.
 
 use super::report::{figures_markdown, read_points, summary, summary_markdown, write_outputs};
+use std::path::PathBuf;
+
+use serde_json::Value;
+
 use super::*;
 use zns_apps::host::{block_stat_sectors, zone_fill};
 use zns_device::{NamespaceProfile, Profile};
