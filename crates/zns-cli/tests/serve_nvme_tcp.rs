@@ -49,7 +49,14 @@ fn serve_nvme_tcp_on_an_ephemeral_port_answers_a_host_and_stops_on_sigterm() {
     let dir = tempfile::tempdir().unwrap();
     let stats = dir.path().join("stats.json");
     let child = Command::new(env!("CARGO_BIN_EXE_zns"))
-        .args(["serve", "--nvme-tcp", "127.0.0.1:0", "zn540", "--zones", "4"])
+        .args([
+            "serve",
+            "--nvme-tcp",
+            "127.0.0.1:0",
+            "zn540",
+            "--zones",
+            "4",
+        ])
         .args(["--json", "--stats"])
         .arg(&stats)
         .stdout(Stdio::piped())
@@ -102,9 +109,7 @@ fn serve_nvme_tcp_on_an_ephemeral_port_answers_a_host_and_stops_on_sigterm() {
         .unwrap()
         .0
         .status);
-    let (cqe, back) = q
-        .execute(rw(opcode::READ, 0, 17), &[], data.len())
-        .unwrap();
+    let (cqe, back) = q.execute(rw(opcode::READ, 0, 17), &[], data.len()).unwrap();
     ok(cqe.status);
     assert_eq!(back, data, "the data reads back");
     // zone append into zone 1: its LBA in the completion
