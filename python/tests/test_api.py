@@ -40,6 +40,23 @@ def test_bench_takes_job_file_text_and_sections():
     assert r.jobs[0]["write"]["bw"] > 0
 
 
+def test_bench_runs_several_job_files_in_turn_on_the_same_devices(tmp_path):
+    # as the README's write-prepare.fio then seqread.fio: one job writes the
+    # data, the next one (a file, a dict or job text) reads it
+    zbd = {"filename": "tiny", "zonemode": "zbd", "direct": 1, "size": "2z", "bs": "64k"}
+    write, read = dict(zbd, rw="write"), dict(zbd, rw="read")
+    read_file = tmp_path / "read.fio"
+    read_file.write_text(znskit.job_text({"r": read}))
+    r = znskit.bench([write, read_file])
+    assert [j["groupid"] for j in r.jobs] == [0, 1]
+    assert r.jobs[1]["read"]["io_bytes"] == r.jobs[0]["write"]["io_bytes"] > 0
+    # the read alone finds nothing written
+    with pytest.raises(znskit.ZnsError, match="write it first"):
+        znskit.bench(read)
+    with pytest.raises(znskit.ZnsError, match="no jobs"):
+        znskit.bench([])
+
+
 def test_bad_jobs_raise_zns_errors():
     with pytest.raises(znskit.ZnsError, match="bad value `nope` for option `rw`"):
         znskit.bench(dict(JOB, rw="nope"))

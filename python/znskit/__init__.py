@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _native
 from ._native import Device, NvmeError, ZnsError
@@ -123,29 +123,40 @@ class BenchResult:
         return f"BenchResult(jobs=[{names}])"
 
 
+JobArg = Union[str, PathLike, Options, Mapping[str, Options]]
+
+
+def _job_text(job: JobArg) -> Tuple[str, str]:
+    """(text, name) of one job argument of :func:`bench`."""
+    if isinstance(job, Mapping):
+        return job_text(job), "job"
+    if isinstance(job, str) and "[" in job:
+        return job, "job"
+    path = Path(job)
+    try:
+        return path.read_text(), str(path)
+    except OSError as e:
+        raise ZnsError(f"{path}: {e}") from None
+
+
 def bench(
-    job: Union[str, PathLike, Options, Mapping[str, Options]],
+    job: Union[JobArg, Sequence[JobArg]],
     seed: int = 0,
     plus: bool = False,
 ) -> BenchResult:
-    """Runs a fio job in virtual time (``zns bench``).
+    """Runs fio jobs in virtual time (``zns bench``).
 
     ``job`` is job-file text (it contains a ``[section]``), a path to a job
-    file, or a dict of options (see :func:`job_text`).
+    file, or a dict of options (see :func:`job_text`); or a list of them,
+    run one after another on the same devices as ``zns bench FILE FILE...``
+    runs several files (each starts a new reporting group: a read file can
+    follow the file that wrote its data).
     """
-    name = "job"
-    if isinstance(job, Mapping):
-        text = job_text(job)
-    elif isinstance(job, str) and "[" in job:
-        text = job
-    else:
-        path = Path(job)
-        try:
-            text = path.read_text()
-        except OSError as e:
-            raise ZnsError(f"{path}: {e}") from None
-        name = str(path)
-    return BenchResult(json.loads(_native.bench(text, name, seed, plus)))
+    jobs = list(job) if isinstance(job, (list, tuple)) else [job]
+    if not jobs:
+        raise ZnsError("bench: no jobs (an empty list)")
+    texts, names = zip(*(_job_text(j) for j in jobs))
+    return BenchResult(json.loads(_native.bench(list(texts), list(names), seed, plus)))
 
 
 def _run(kind: str, params: Dict[str, Any], files_dir: Optional[PathLike] = None) -> Dict[str, Any]:

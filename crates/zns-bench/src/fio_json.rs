@@ -147,10 +147,7 @@ fn job_json(j: &JobReport, bins: bool) -> Json {
     o.insert("read".into(), dir_json(&j.read, j, bins));
     o.insert("write".into(), dir_json(&j.write, j, bins));
     o.insert("trim".into(), dir_json(&j.trim, j, bins));
-    o.insert(
-        "sync".into(),
-        json!({"total_ios": 0, "lat_ns": {"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0, "N": 0}}),
-    );
+    o.insert("sync".into(), sync_json(&j.sync));
     for (k, d) in &j.zone_ops {
         o.insert((*k).into(), dir_json(d, j, bins));
     }
@@ -207,7 +204,7 @@ impl RunReport {
 
     fn fio_json(&self, bins: bool) -> Json {
         let jobs: Vec<Json> = self.jobs.iter().map(|j| job_json(j, bins)).collect();
-        json!({
+        let mut doc = json!({
             "fio version": concat!("znskit-", env!("CARGO_PKG_VERSION")),
             "timestamp": 0,
             "timestamp_ms": 0,
@@ -219,6 +216,21 @@ impl RunReport {
                 "seed": self.seed,
                 "virtual_ns": self.virtual_ns,
             },
-        })
+        });
+        // (only when there are some: a run without notes prints what it did)
+        if !self.notes.is_empty() {
+            doc["znskit"]["notes"] = json!(self.notes);
+        }
+        doc
     }
+}
+
+/// fio's `sync` object: the flushes of fsync=/end_fsync and their latency.
+fn sync_json(d: &DirStats) -> Json {
+    let n = d.total_ios;
+    let (min, max) = if n > 0 { (d.min(), d.max()) } else { (0, 0) };
+    json!({
+        "total_ios": n,
+        "lat_ns": {"min": min, "max": max, "mean": d.mean(), "stddev": d.stddev(), "N": n},
+    })
 }

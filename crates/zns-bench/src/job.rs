@@ -22,6 +22,8 @@ use std::time::Duration;
 use thiserror::Error;
 use zns_target::size::{parse_bytes, split_number};
 
+use crate::distribution::RandomDistribution;
+
 // ---------------------------------------------------------------------------
 // Option table
 // ---------------------------------------------------------------------------
@@ -166,8 +168,8 @@ pub static OPTIONS: &[OptionDef] = &[
         "Job name. On the command line each --name starts a new job; in a job file the section name is used unless the section sets name."),
     opt("filename", OptKind::Str, None,
         "Target device (required): a built-in profile (e.g. zn540), a profile TOML file, a device image, raid:… or a real zoned device /dev/… (docs/targets.md)."),
-    aliased(opt("rw", OptKind::Enum(&["read", "write", "randread", "randwrite", "rw", "readwrite", "randrw", "trim", "randtrim"]), Some("read"),
-        "I/O pattern: read, write, randread, randwrite, rw/readwrite (sequential mixed), randrw (random mixed), trim/randtrim (Dataset Management deallocate, sequential or random; conventional namespaces)."), &["readwrite"]),
+    aliased(opt("rw", OptKind::Enum(&["read", "write", "randread", "randwrite", "rw", "readwrite", "randrw", "trim", "randtrim", "trimwrite"]), Some("read"),
+        "I/O pattern: read, write, randread, randwrite, rw/readwrite (sequential mixed), randrw (random mixed), trim/randtrim (Dataset Management deallocate, sequential or random, on conventional namespaces; with zonemode=zbd a zone reset per trim, as fio), trimwrite (sequential: each block deallocated, then written; conventional namespaces)."), &["readwrite"]),
     opt("rwmixread", OptKind::Int { min: 0, max: 100 }, Some("50"),
         "Percentage of a mixed workload that is reads."),
     opt("rwmixwrite", OptKind::Int { min: 0, max: 100 }, Some("50"),
@@ -242,6 +244,18 @@ pub static OPTIONS: &[OptionDef] = &[
         "Seed for the random generators (unset = znskit's fixed default seed)."),
     opt("norandommap", OptKind::Bool, Some("0"),
         "Random I/O need not cover every block exactly once."),
+    opt("random_distribution", OptKind::Str, Some("random"),
+        "Where random I/O falls: random (uniform), zipf:THETA[:CENTER], pareto:H[:CENTER] (pareto:0.2 = 80 % of the I/O on 20 % of the blocks), normal:DEV[:CENTER] (DEV % of the range), zoned:A/R:… (A % of the I/O on the next R % of the range). Without CENTER the hot blocks of zipf/pareto are spread over the range as fio's hashing spreads them; non-uniform distributions use no random map. zonemode=zbd: random reads only (docs/bench.md)."),
+    opt("fsync", OptKind::Int { min: 0, max: i64::MAX }, Some("0"),
+        "Every this many writes, wait for the job's I/O in flight and issue a flush (NVMe Flush, what fsync of a block device sends); its latency is reported as sync. 0 = never."),
+    opt("fdatasync", OptKind::Int { min: 0, max: i64::MAX }, Some("0"),
+        "As fsync (a block device has no metadata to leave out: the same NVMe Flush)."),
+    opt("end_fsync", OptKind::Bool, Some("0"),
+        "Flush once when the job's I/O is done (timed, reported as sync)."),
+    opt("fsync_on_close", OptKind::Bool, Some("0"),
+        "As end_fsync: the job's one file is closed when its I/O is done."),
+    opt("exitall", OptKind::Bool, Some("0"),
+        "When this job finishes, stop every other running job (their reports cover what they did until then)."),
     aliased(opt("stonewall", OptKind::Bool, Some("0"),
         "Wait for all earlier jobs to finish before starting; starts a new reporting group."), &["wait_for_previous"]),
     opt("verify", OptKind::Enum(&["0", "none", "crc32c", "crc32c-intel", "md5"]), Some("0"),
@@ -982,6 +996,8 @@ pub enum Rw {
     /// `trim`: sequential deallocates (Dataset Management).
     Trim,
     RandTrim,
+    /// `trimwrite`: sequential; each block deallocated, then written.
+    TrimWrite,
 }
 
 impl Rw {
@@ -989,10 +1005,14 @@ impl Rw {
         matches!(self, Rw::Read | Rw::RandRead | Rw::ReadWrite | Rw::RandRw)
     }
     pub fn has_writes(self) -> bool {
-        matches!(self, Rw::Write | Rw::RandWrite | Rw::ReadWrite | Rw::RandRw)
+        matches!(
+            self,
+            Rw::Write | Rw::RandWrite | Rw::ReadWrite | Rw::RandRw | Rw::TrimWrite
+        )
     }
+    /// Issues deallocates (trim, randtrim, trimwrite).
     pub fn is_trim(self) -> bool {
-        matches!(self, Rw::Trim | Rw::RandTrim)
+        matches!(self, Rw::Trim | Rw::RandTrim | Rw::TrimWrite)
     }
     pub fn is_random(self) -> bool {
         matches!(
@@ -1011,6 +1031,7 @@ impl Rw {
             Rw::RandRw => "randrw",
             Rw::Trim => "trim",
             Rw::RandTrim => "randtrim",
+            Rw::TrimWrite => "trimwrite",
         }
     }
 }
@@ -1117,6 +1138,14 @@ pub struct JobSpec {
     pub randrepeat: bool,
     pub randseed: Option<u64>,
     pub norandommap: bool,
+    /// `random_distribution`: where random offsets fall.
+    pub random_distribution: RandomDistribution,
+    /// `fsync`/`fdatasync`: a flush after every this many writes (0 = none).
+    pub fsync: u64,
+    /// `end_fsync`/`fsync_on_close`: a flush when the job's I/O is done.
+    pub end_fsync: bool,
+    /// `exitall`: when this job finishes, the rest of its group stops.
+    pub exitall: bool,
     pub stonewall: bool,
     pub thread: bool,
     pub zone_append: bool,
@@ -1556,6 +1585,7 @@ fn resolve(s: &Section, group: u32) -> Result<JobSpec, JobError> {
         Some("randrw") => Rw::RandRw,
         Some("trim") => Rw::Trim,
         Some("randtrim") => Rw::RandTrim,
+        Some("trimwrite") => Rw::TrimWrite,
         _ => Rw::Read,
     };
     let has_r = s.opts.values.contains_key("rwmixread");
@@ -1602,6 +1632,8 @@ fn resolve(s: &Section, group: u32) -> Result<JobSpec, JobError> {
     };
     let block_sizes = combine_block_sizes(&sizes("bs"), &sizes("bsrange"), &sizes("bssplit"));
     let bs = match (rw.has_reads(), rw.has_writes()) {
+        // (trimwrite deallocates each block it then writes)
+        _ if rw == Rw::TrimWrite => block_sizes.write.min_bytes(),
         _ if rw.is_trim() => block_sizes.trim.min_bytes(),
         (true, false) => block_sizes.read.min_bytes(),
         (false, true) => block_sizes.write.min_bytes(),
@@ -1627,7 +1659,22 @@ fn resolve(s: &Section, group: u32) -> Result<JobSpec, JobError> {
         Some("md5") => Some(crate::verify::VerifyKind::Md5),
         _ => None,
     };
+    let random_distribution = match g("random_distribution") {
+        Some(Value::Str(text)) => RandomDistribution::parse(text)
+            .map_err(|e| conflict(format!("random_distribution={text}: {e}")))?,
+        _ => RandomDistribution::Uniform,
+    };
+    // (fsync and fdatasync both send an NVMe Flush: the more frequent wins)
+    let fsync = [int("fsync", 0), int("fdatasync", 0)]
+        .into_iter()
+        .filter(|&n| n > 0)
+        .min()
+        .unwrap_or(0) as u64;
     let spec = JobSpec {
+        random_distribution,
+        fsync,
+        end_fsync: b("end_fsync") || b("fsync_on_close"),
+        exitall: b("exitall"),
         verify,
         do_verify: b("do_verify"),
         name,
@@ -1719,6 +1766,22 @@ fn resolve(s: &Section, group: u32) -> Result<JobSpec, JobError> {
             .collect(),
     };
     Ok(spec)
+}
+
+/// Jobs of several job files run one after another, as fio runs them:
+/// each file's groups follow the previous file's (so every file starts a new
+/// reporting group, as if its first job had `stonewall`), on the same
+/// devices, so a read file can follow the file that writes its data.
+pub fn chain_files(files: impl IntoIterator<Item = Vec<JobSpec>>) -> Vec<JobSpec> {
+    let mut all: Vec<JobSpec> = Vec::new();
+    for mut jobs in files {
+        let base = all.last().map_or(0, |j| j.group + 1);
+        for j in &mut jobs {
+            j.group += base;
+        }
+        all.extend(jobs);
+    }
+    all
 }
 
 /// True when the job's `name` value was inherited from the global options

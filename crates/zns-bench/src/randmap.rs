@@ -63,6 +63,17 @@ impl BlockPermutation {
         (l << self.half_bits) | r
     }
 
+    /// Where block `i` (< n) goes in the current key's order: a bijection
+    /// of `0..n` (the permutation of the domain, walked until it lands
+    /// below n).
+    pub fn map(&self, i: u64) -> u64 {
+        let mut v = self.permute(i % self.n);
+        while v >= self.n {
+            v = self.permute(v);
+        }
+        v
+    }
+
     /// The next block of the current pass; a new pass (new order) starts
     /// after every block was returned once.
     pub fn next(&mut self, rng: &mut SimRng) -> u64 {
@@ -105,5 +116,19 @@ mod tests {
         assert_eq!(order(1), order(1));
         assert_ne!(order(1), order(2));
         assert_ne!(order(1), (0..10).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn map_is_a_bijection() {
+        for n in [1u64, 5, 1000, 4097] {
+            let mut rng = SimRng::from_seed_u64(n);
+            let p = BlockPermutation::new(n, &mut rng);
+            let mut seen = vec![false; n as usize];
+            for i in 0..n {
+                let b = p.map(i) as usize;
+                assert!(!seen[b], "{b} twice for n={n}");
+                seen[b] = true;
+            }
+        }
     }
 }

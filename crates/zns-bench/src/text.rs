@@ -248,6 +248,19 @@ fn job_status(doc: &Value, job: &Value, out: &mut String) {
             }
         }
     }
+    if let Some(sync) = job.get("sync").filter(|d| u64_of(d.get("total_ios")) > 0) {
+        // fio prints the flushes of fsync=/end_fsync this way
+        out.push_str("  fsync/fdatasync/sync_file_range:\n");
+        let lat = sync.get("lat_ns");
+        display_lat(
+            "sync",
+            u64_of(lat.and_then(|l| l.get("min"))),
+            u64_of(lat.and_then(|l| l.get("max"))),
+            f64_of(lat.and_then(|l| l.get("mean"))),
+            f64_of(lat.and_then(|l| l.get("stddev"))),
+            out,
+        );
+    }
     latencies(job, out);
     out.push_str(&format!(
         "  cpu          : usr={:3.2}%, sys={:3.2}%, ctx={}, majf={}, minf={}\n",
@@ -288,8 +301,9 @@ fn job_status(doc: &Value, job: &Value, out: &mut String) {
             .join(",")
     };
     out.push_str(&format!(
-        "     issued rwts: total={},0 short={},0 dropped={},0\n",
+        "     issued rwts: total={},{} short={},0 dropped={},0\n",
         per_dir("total_ios"),
+        u64_of(job.get("sync").and_then(|d| d.get("total_ios"))),
         per_dir("short_ios"),
         per_dir("drop_ios")
     ));

@@ -34,10 +34,12 @@ zoned device (/dev/…, linux:…) (docs/targets.md); each `zns bench` starts
 from fresh devices, except an image, which keeps what earlier runs wrote.
 
 Options:
-      --output-format=FMT  normal (fio's text, default), json, or json+ (json
-                           with latency histogram bins), or a list
+      --output-format=FMT  normal (fio's text, default), json, json+ (json
+                           with latency histogram bins), terse (fio's
+                           semicolon line per job, version 3), or a list
                            (json,normal: the JSON document, then the text),
                            like fio
+      --minimal            the terse format, as fio's --minimal
       --output=FILE        write the report to FILE instead of stdout
       --seed=N             seed of the virtual-time run (default 0): the same
                            jobs and seed give the same numbers, bit for bit
@@ -74,6 +76,8 @@ enum Format {
     Normal,
     Json,
     JsonPlus,
+    /// fio's terse v3 lines (printed first, as fio prints them per job).
+    Terse,
 }
 
 pub use crate::progress::Eta;
@@ -131,6 +135,11 @@ fn parse(args: Vec<String>) -> Result<BenchArgs, CliError> {
             a.cmdhelp = Some(value.filter(|v| !v.is_empty() && v != "all"));
             continue;
         }
+        if key == "minimal" && value.is_none() {
+            // fio's --minimal: the terse format alone
+            a.formats = vec![Format::Terse];
+            continue;
+        }
         if key == "json" {
             return Err(CliError::Usage(
                 "bench: --json: zns bench takes fio's --output-format=json (or json+)".into(),
@@ -154,14 +163,10 @@ fn parse(args: Vec<String>) -> Result<BenchArgs, CliError> {
                         "normal" => Format::Normal,
                         "json" => Format::Json,
                         "json+" => Format::JsonPlus,
-                        "terse" => {
-                            return Err(CliError::Usage(
-                                "bench: --output-format=terse: fio's terse (semicolon) format is not implemented; json is the machine-readable one".into(),
-                            ))
-                        }
+                        "terse" => Format::Terse,
                         other => {
                             return Err(CliError::Usage(format!(
-                                "bench: --output-format={other}: expected normal, json or json+, or a comma-separated list of them (json,normal)"
+                                "bench: --output-format={other}: expected normal, terse, json or json+, or a comma-separated list of them (json,normal)"
                             )))
                         }
                     };
@@ -241,7 +246,7 @@ fn specs(a: &BenchArgs) -> Result<Vec<JobSpec>, CliError> {
             "bench: `{n}` cannot be combined with a job file: put the job in a file, or run it on its own"
         )));
     }
-    let mut all: Vec<JobSpec> = Vec::new();
+    let mut files: Vec<Vec<JobSpec>> = Vec::new();
     for path in &a.files {
         // `-`: the job file on stdin, as `fio -` reads it
         let text = if path.as_os_str() == "-" {
@@ -258,19 +263,12 @@ fn specs(a: &BenchArgs) -> Result<Vec<JobSpec>, CliError> {
                 std::fs::read_to_string(p).map_err(|e| e.to_string())
             })
             .map_err(CliError::Input)?;
-        let mut jobs =
+        files.push(
             job::parse_job_file_with_args(&text, &path.display().to_string(), &a.job_args)
-                .map_err(|e| CliError::Input(e.to_string()))?;
-        // fio runs job files one after another: each file starts a new
-        // reporting group (as if its first job had stonewall), on the same
-        // devices, so a read file can follow the file that writes its data
-        let base = all.last().map_or(0, |j| j.group + 1);
-        for j in &mut jobs {
-            j.group += base;
-        }
-        all.extend(jobs);
+                .map_err(|e| CliError::Input(e.to_string()))?,
+        );
     }
-    Ok(all)
+    Ok(job::chain_files(files))
 }
 
 fn select_sections(specs: Vec<JobSpec>, sections: &[String]) -> Result<Vec<JobSpec>, CliError> {
@@ -341,14 +339,21 @@ fn execute(specs: &[JobSpec], seed: u64, eta: Eta) -> Result<RunReport, CliError
         1000,
         "{prefix} [{bar:30}] {percent:>3}% {msg} (host {elapsed})",
     ) else {
-        return run::run_jobs_interruptible(specs, seed, &mut |_| {}, interrupted)
-            .map_err(run_error);
+        let say = &mut |p: &run::Progress| {
+            for note in &p.notes {
+                eprintln!("zns bench: note: {note}");
+            }
+        };
+        return run::run_jobs_interruptible(specs, seed, say, interrupted).map_err(run_error);
     };
     let mut last_group = u32::MAX;
     let r = run::run_jobs_interruptible(
         specs,
         seed,
         &mut |p: &run::Progress| {
+            for note in &p.notes {
+                bar.suspend(|| eprintln!("zns bench: note: {note}"));
+            }
             if p.group != last_group {
                 last_group = p.group;
                 bar.set_prefix(format!("group {}/{}", p.group + 1, p.groups.max(1)));
@@ -427,6 +432,9 @@ pub fn bench(args: Vec<String>) -> Result<ExitCode, CliError> {
     // json+ includes json; the JSON document, then the text (fio's order)
     let has = |f: Format| a.formats.contains(&f);
     let mut text = String::new();
+    if has(Format::Terse) {
+        text.push_str(&zns_bench::terse::fio_terse(&report.to_fio_json()));
+    }
     if has(Format::JsonPlus) || has(Format::Json) {
         text.push_str(&render(&report, has(Format::JsonPlus), false));
     }
@@ -490,6 +498,12 @@ mod tests {
         assert_eq!(a.seed, 7);
         let both = parse(v(&["--output-format=json,normal", "-"])).unwrap();
         assert_eq!(both.formats, vec![Format::Json, Format::Normal]);
+        assert_eq!(
+            parse(v(&["--minimal"])).unwrap().formats,
+            vec![Format::Terse]
+        );
+        let terse = parse(v(&["--output-format=terse,json"])).unwrap();
+        assert_eq!(terse.formats, vec![Format::Terse, Format::Json]);
         assert_eq!(both.files, vec![PathBuf::from("-")]);
         assert_eq!(a.sections, v(&["write"]));
         assert_eq!(a.output, Some(PathBuf::from("out.json")));
@@ -507,7 +521,7 @@ mod tests {
         for bad in [
             &["--output-format=xml"][..],
             &["--output-format=json,xml"],
-            &["--output-format=terse"],
+            &["--output-format=terse,csv"],
             &["--json"],
             &["--seed=x"],
             &["--eta=sometimes"],

@@ -458,9 +458,10 @@ fn gen(a: GenArgs) -> Result<ExitCode, CliError> {
             let cfg = a.shape.config()?;
             let mut rt = zns_sim::Runtime::new(0);
             let open = zns_cache::run::open_device(&mut rt, &dev).map_err(cache_err)?;
-            let geo = zns_cache::Geometry::derive(&cfg, &open.dev.layout(), open.dev.kind())
-                .map_err(cache_err)?;
-            ((geo.total_chunks as f64) * a.ratio).ceil() as u64
+            // (a file of ids: the cache's size counts, not its watermarks)
+            let slots =
+                zns_cache::Geometry::chunk_slots(&cfg, &open.dev.layout()).map_err(cache_err)?;
+            ((slots.total_chunks as f64) * a.ratio).ceil() as u64
         }
     };
     let w = Workload::generate(dist, ids, a.requests, a.seed).map_err(cache_err)?;

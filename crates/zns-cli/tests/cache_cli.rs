@@ -143,6 +143,26 @@ fn generated_workload_files_replay() {
     ]);
     assert_eq!(code(&o), 0, "{}", text(&o.stderr));
     assert_eq!(std::fs::metadata(w).unwrap().len(), 2000);
+    // a file of ids for a cache of 2 zones: the watermarks (which need more
+    // zones to run a cache) do not apply to making the file
+    let small = dir.path().join("small.bin");
+    let o = zns(&[
+        "cache",
+        "gen-workload",
+        small.to_str().unwrap(),
+        "--device",
+        "tiny",
+        "--zones",
+        "2",
+        "--ratio",
+        "2",
+        "--requests",
+        "100",
+        "--json",
+    ]);
+    assert_eq!(code(&o), 0, "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["ids"].as_u64().unwrap() > 0, "{v}");
     let mut args = vec!["cache", "run", "--workload", w, "--json"];
     args.extend(TINY);
     let o = zns(&args);

@@ -776,3 +776,42 @@ fn an_image_in_use_is_exit_4_everywhere() {
         assert!(stderr(&o).contains("in use"), "{}", stderr(&o));
     }
 }
+
+#[test]
+fn bench_minimal_prints_fio_terse_v3_lines() {
+    let o = zns(&[
+        "bench",
+        "--minimal",
+        "--name=a",
+        "--filename=sn540-mini",
+        "--rw=randrw",
+        "--bs=4k",
+        "--size=4m",
+        "--name=b",
+        "--filename=sn540-mini",
+        "--rw=write",
+        "--size=1m",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    for (line, name) in lines.iter().zip(["a", "b"]) {
+        let f: Vec<&str> = line.split(';').collect();
+        // fio(1)'s v3 fields up to the latency buckets (no disk statistics)
+        assert_eq!(f.len(), 121, "{line}");
+        assert_eq!((f[0], f[2]), ("3", name));
+    }
+    // job b wrote 1 MiB: write_kb is field 47
+    assert_eq!(lines[1].split(';').nth(46), Some("1024"));
+    // json first, then terse: one format after the other
+    let o = zns(&[
+        "bench",
+        "--output-format=terse,json",
+        "--name=a",
+        "--filename=tiny",
+        "--size=64k",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).starts_with("3;") && stdout(&o).contains("\"jobs\""));
+}

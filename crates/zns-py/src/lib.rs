@@ -58,17 +58,28 @@ fn json_text(v: &serde_json::Value) -> PyResult<String> {
     serde_json::to_string(v).map_err(zns_err)
 }
 
-/// Runs fio job text in virtual time; fio's JSON (json+ with `plus`).
+/// Runs fio job texts in virtual time, one file after another on the same
+/// devices (as `zns bench FILE FILE…`); fio's JSON (json+ with `plus`).
+/// `names` name the texts in error messages.
 #[pyfunction]
-#[pyo3(name = "bench", signature = (job_text, name = "job", seed = 0, plus = false))]
+#[pyo3(name = "bench", signature = (job_texts, names, seed = 0, plus = false))]
 fn bench_job(
     py: Python<'_>,
-    job_text: &str,
-    name: &str,
+    job_texts: Vec<String>,
+    names: Vec<String>,
     seed: u64,
     plus: bool,
 ) -> PyResult<String> {
-    let specs = zns_bench::job::parse_job_file(job_text, name).map_err(zns_err)?;
+    if job_texts.is_empty() || job_texts.len() != names.len() {
+        return Err(zns_err(
+            "bench: one name per job text, and at least one job text",
+        ));
+    }
+    let mut files = Vec::new();
+    for (text, name) in job_texts.iter().zip(&names) {
+        files.push(zns_bench::job::parse_job_file(text, name).map_err(zns_err)?);
+    }
+    let specs = zns_bench::job::chain_files(files);
     for f in specs.iter().filter_map(|j| j.filename.as_deref()) {
         if zns_target::is_real_device(f) {
             return Err(zns_err(format!(

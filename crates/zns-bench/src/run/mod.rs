@@ -41,6 +41,7 @@ use zns_sim::sync::Notify;
 use zns_sim::{Handle, Runtime, SimRng};
 use zns_target::{Devices, Geometry, Target};
 
+use crate::distribution::BlockSampler;
 use crate::job::{Ddir, HostStack, JobSpec, Precondition, Rw, ZoneMode, ZoneOp};
 use crate::randmap::BlockPermutation;
 use crate::stats::DirStats;
@@ -51,7 +52,7 @@ mod verify_pass;
 mod zbd;
 mod zone_ops;
 
-use validate::{check_disjoint_zone_writers, job_range, max_block_bytes, validate};
+use validate::{check_disjoint_zone_writers, job_notes, job_range, max_block_bytes, validate};
 use verify_pass::forget_range;
 
 /// Why a run failed.
@@ -84,6 +85,12 @@ pub struct Progress {
     /// I/Os completed so far in the run.
     pub read_ios: u64,
     pub write_ios: u64,
+    /// What a user should know about the group that starts now (a size
+    /// clamped to the device, a run of very many I/Os, a large verify):
+    /// given once, in the report made when the group is set up, before its
+    /// preconditioning and I/O (the report is also in
+    /// [`RunReport::notes`]).
+    pub notes: Vec<String>,
 }
 
 /// Names of the zone-management statistics a job can report.
@@ -99,6 +106,8 @@ pub struct JobReport {
     pub read: DirStats,
     pub write: DirStats,
     pub trim: DirStats,
+    /// Flushes (`fsync=`, `end_fsync`): fio's `sync` latencies.
+    pub sync: DirStats,
     /// Timed zone-management commands by [`ZONE_OP_KEYS`] name.
     pub zone_ops: BTreeMap<&'static str, DirStats>,
     /// Measured virtual time (after ramp), ns.
@@ -173,6 +182,8 @@ pub struct RunReport {
     /// (`write_lat_log`, …), in fio's thread order; the caller writes them
     /// ([`crate::iolog::JobIoLog::files`]).
     pub io_logs: Vec<crate::iolog::JobIoLog>,
+    /// Every group's [`Progress::notes`], in order.
+    pub notes: Vec<String>,
 }
 
 /// The host stack a job uses: `host_stack`, else spdk for `ioengine=spdk`
@@ -243,6 +254,7 @@ pub fn run_jobs_interruptible(
     let shared = Rc::new(RunShared::default());
     let mut reports = Vec::new();
     let mut io_logs = Vec::new();
+    let mut notes = Vec::new();
     // fio numbers every job clone of the run from 1 (its log file names)
     let mut thread_number = 0u32;
     let mut stopped = false;
@@ -251,6 +263,7 @@ pub fn run_jobs_interruptible(
             break;
         }
         let mut runs: Vec<Rc<JobRun>> = Vec::new();
+        let mut group_notes: Vec<String> = Vec::new();
         let mut stack_of_device: BTreeMap<String, HostStack> = BTreeMap::new();
         for spec in jobs {
             let setup = |msg: String| RunError::Setup {
@@ -285,6 +298,7 @@ pub fn run_jobs_interruptible(
             let slat = (spec.ioengine == crate::job::IoEngine::Libaio)
                 .then(|| devices.timing(&fname).map(|t| host::Slat::new(t, stack)))
                 .flatten();
+            group_notes.extend(job_notes(spec, &geo).map_err(&setup)?);
             for clone in 0..spec.numjobs.max(1) {
                 let (start, len) = job_range(spec, &geo, clone).map_err(&setup)?;
                 let rng = match spec.randseed {
@@ -323,6 +337,18 @@ pub fn run_jobs_interruptible(
             }
         }
         check_disjoint_zone_writers(&runs)?;
+        if !group_notes.is_empty() {
+            progress(&Progress {
+                group: gi as u32,
+                groups: ngroups,
+                virtual_ns: handle.now_ns(),
+                done_fraction: 0.0,
+                read_ios: shared.read_ios.get(),
+                write_ios: shared.write_ios.get(),
+                notes: group_notes.clone(),
+            });
+            notes.append(&mut group_notes);
+        }
         // preconditioning, one job after another, before anything is timed
         for run in &runs {
             if run.spec.precondition != Precondition::None {
@@ -388,6 +414,7 @@ pub fn run_jobs_interruptible(
                 done_fraction,
                 read_ios: shared.read_ios.get(),
                 write_ios: shared.write_ios.get(),
+                notes: Vec::new(),
             });
             if !stopped && interrupted() {
                 stopped = true;
@@ -450,6 +477,7 @@ pub fn run_jobs_interruptible(
         raid: devices.raid_stats(),
         interrupted: stopped,
         io_logs,
+        notes,
     })
 }
 
@@ -464,6 +492,7 @@ fn merge_group(group: Vec<(JobReport, bool)>, gid: u32) -> Vec<JobReport> {
             merged.read.merge(&r.read);
             merged.write.merge(&r.write);
             merged.trim.merge(&r.trim);
+            merged.sync.merge(&r.sync);
             for (k, v) in &r.zone_ops {
                 merged.zone_ops.entry(k).or_default().merge(v);
             }
@@ -563,6 +592,8 @@ struct RunShared {
     write_ios: Cell<u64>,
     zbd: RefCell<BTreeMap<String, Rc<ZbdShared>>>,
     flows: RefCell<BTreeMap<u32, Rc<Flow>>>,
+    /// `exitall`: a job of this group finished, so the group's jobs stop.
+    exited_group: Cell<Option<u32>>,
 }
 
 impl RunShared {
@@ -673,8 +704,17 @@ struct JobState {
     limit_bytes: u64,
     seq_pos: u64,
     /// Random order of the range's blocks (fio's random map; None with
-    /// norandommap=1 or for sequential jobs).
+    /// norandommap=1, a non-uniform distribution or for sequential jobs).
     randmap: Option<BlockPermutation>,
+    /// `random_distribution` other than uniform: its block sampler.
+    sampler: Option<BlockSampler>,
+    /// Data I/Os issued and not yet completed (an fsync waits for them).
+    inflight: u32,
+    /// Writes since the last `fsync=N` flush.
+    writes_since_sync: u64,
+    sync: SyncState,
+    /// Flushes (fsync=, end_fsync): fio's sync latencies.
+    sync_stats: DirStats,
     zones: Vec<ZoneCursor>,
     /// Zones held open for writing (indexes into `zones`), oldest first.
     open_set: Vec<usize>,
@@ -696,6 +736,15 @@ struct JobState {
     ended: bool,
 }
 
+/// Where the job is with an `fsync=N` flush.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SyncState {
+    Idle,
+    /// Due: no new I/O until the I/O in flight is done and the flush ran.
+    Due,
+    Running,
+}
+
 /// The zone a zone_op worker takes next.
 enum OpZone {
     Zone(usize),
@@ -709,6 +758,13 @@ enum Step {
     Read(u64, u64),
     /// slba, bytes: a Dataset Management deallocate.
     Trim(u64, u64),
+    /// slba, bytes: a deallocate, then a write of the same blocks.
+    TrimWrite(u64, u64),
+    /// zonemode=zbd trim on a zoned namespace: a reset of this zone,
+    /// reported as a trim of the zone (fio's zbd mode).
+    TrimZone(usize),
+    /// A flush (fsync=N), once nothing of the job is in flight.
+    Sync,
     /// slba, bytes, zone index (or usize::MAX outside zbd).
     Write(u64, u64, usize),
     Append(u64, u64, usize),
@@ -781,8 +837,15 @@ impl JobRun {
             .unwrap_or(len)
             .saturating_mul(u64::from(spec.loops));
         let mut rng = rng;
-        let randmap = (spec.rw.is_random() && !spec.norandommap)
-            .then(|| BlockPermutation::new((len / spec.bs.max(1)).max(1), &mut rng));
+        let blocks = (len / spec.bs.max(1)).max(1);
+        let sampler = if spec.rw.is_random() {
+            BlockSampler::new(&spec.random_distribution, blocks, &mut rng)
+        } else {
+            None
+        };
+        // (fio uses no random map with a non-uniform distribution)
+        let randmap = (spec.rw.is_random() && !spec.norandommap && sampler.is_none())
+            .then(|| BlockPermutation::new(blocks, &mut rng));
         Rc::new(JobRun {
             spec,
             target,
@@ -809,6 +872,11 @@ impl JobRun {
                 limit_bytes,
                 seq_pos: 0,
                 randmap,
+                sampler,
+                inflight: 0,
+                writes_since_sync: 0,
+                sync: SyncState::Idle,
+                sync_stats: DirStats::default(),
                 zones: Vec::new(),
                 open_set: Vec::new(),
                 next_zone: 0,
@@ -985,6 +1053,9 @@ impl JobRun {
             self.deadline.set(now + ramp + rt.as_nanos() as u64);
         }
         let result = self.clone().run_inner().await;
+        if self.spec.exitall {
+            self.shared.exited_group.set(Some(self.spec.group));
+        }
         // release what the job holds, whatever happened
         {
             let mut st = self.st.borrow_mut();
@@ -1035,6 +1106,7 @@ impl JobRun {
             read: std::mem::take(&mut st.read),
             write: std::mem::take(&mut st.write),
             trim: std::mem::take(&mut st.trim),
+            sync: std::mem::take(&mut st.sync_stats),
             zone_ops: std::mem::take(&mut st.ops),
             runtime_ns: end.saturating_sub(self.measure_from.get()),
             zone_resets: st.resets,
@@ -1143,7 +1215,59 @@ impl JobRun {
             }
         }
         first_err?;
+        if self.spec.end_fsync && self.st.borrow().error.is_none() {
+            self.timed_sync().await;
+        }
         self.verify_pass().await
+    }
+
+    /// A flush, its latency recorded as fio's sync (fsync=, end_fsync).
+    async fn timed_sync(&self) {
+        let t0 = self.handle.now_ns();
+        let r = self.target.flush().await;
+        let now = self.handle.now_ns();
+        let mut st = self.st.borrow_mut();
+        match r {
+            Ok(()) if t0 >= self.measure_from.get() => {
+                st.last_done_ns = st.last_done_ns.max(now);
+                let since = now - self.measure_from.get();
+                st.sync_stats.add(0, now - t0, since);
+            }
+            Ok(()) => {}
+            Err(e) => {
+                st.error.get_or_insert(e);
+            }
+        }
+    }
+
+    /// A reset of zone `zi` the job issued completed (`ok`: it was done):
+    /// the zone is empty again and free for the job's workers.
+    fn zone_reset_done(&self, zi: usize, ok: bool) {
+        let mut st = self.st.borrow_mut();
+        let z = &mut st.zones[zi];
+        z.busy = false;
+        if ok {
+            let zslba = z.start_lba;
+            z.next = 0;
+            z.readable = 0;
+            z.flushed = 0;
+            z.done = 0;
+            z.zrwa = false;
+            st.resets += 1;
+            st.read_zones.retain(|&i| i != zi);
+            // what the zone held is gone: nothing to verify
+            let from = zslba * self.lba;
+            forget_range(&mut st.written, from, from + self.geo.zone_bytes);
+        }
+    }
+
+    /// A data I/O of the job completed: a due flush may now run.
+    fn io_done(&self) {
+        let mut st = self.st.borrow_mut();
+        st.inflight = st.inflight.saturating_sub(1);
+        if st.inflight == 0 && st.sync == SyncState::Due {
+            self.shared.changed.notify_waiters();
+        }
     }
 
     fn worker_count(&self) -> u32 {
@@ -1208,7 +1332,9 @@ impl JobRun {
             let step = self.next_step();
             let (submit, slat) = match &step {
                 Step::Read(..) => self.host_submit(false, usize::MAX).await,
-                Step::Trim(..) | Step::Append(..) => self.host_submit(true, usize::MAX).await,
+                Step::Trim(..) | Step::TrimWrite(..) | Step::TrimZone(_) | Step::Append(..) => {
+                    self.host_submit(true, usize::MAX).await
+                }
                 Step::Write(_, _, zi) => self.host_submit(true, *zi).await,
                 _ => (self.handle.now_ns(), 0),
             };
@@ -1239,6 +1365,38 @@ impl JobRun {
                     let r = self.target.discard(slba, n / self.lba).await;
                     self.host_complete().await;
                     self.record(Ddir::Trim, n, slba, submit, slat, r);
+                }
+                Step::TrimWrite(slba, n) => {
+                    let r = self.target.discard(slba, n / self.lba).await;
+                    self.host_complete().await;
+                    let ok = r.is_ok();
+                    self.record(Ddir::Trim, n, slba, submit, slat, r);
+                    if ok {
+                        let submit = self.handle.now_ns();
+                        self.fill_verified(&mut buf[..n as usize], Some(slba * self.lba));
+                        let r = self.target.write(slba, &buf[..n as usize]).await;
+                        self.host_complete().await;
+                        let ok = r.is_ok();
+                        self.record(Ddir::Write, n, slba, submit, 0, r);
+                        if ok {
+                            self.remember_written(slba * self.lba, n);
+                        }
+                    }
+                }
+                Step::TrimZone(zi) => {
+                    let zslba = self.st.borrow().zones[zi].start_lba;
+                    let dev = self.target.zoned().expect("zbd trims run on zoned targets");
+                    let r = dev.zone_send(send(ZoneAction::Reset, zslba)).await;
+                    self.host_complete().await;
+                    self.zone_reset_done(zi, r.is_ok());
+                    self.record(Ddir::Trim, self.geo.zone_bytes, zslba, submit, slat, r);
+                    self.shared.changed.notify_waiters();
+                }
+                Step::Sync => {
+                    self.timed_sync().await;
+                    self.st.borrow_mut().sync = SyncState::Idle;
+                    self.shared.changed.notify_waiters();
+                    continue;
                 }
                 Step::Write(slba, n, zi) => {
                     self.fill_verified(&mut buf[..n as usize], Some(slba * self.lba));
@@ -1289,28 +1447,14 @@ impl JobRun {
                     let r = self
                         .timed_mgmt(send(ZoneAction::Reset, zslba), "reset")
                         .await;
-                    {
-                        let mut st = self.st.borrow_mut();
-                        let z = &mut st.zones[zi];
-                        z.busy = false;
-                        if r.is_ok() {
-                            z.next = 0;
-                            z.readable = 0;
-                            z.flushed = 0;
-                            z.done = 0;
-                            z.zrwa = false;
-                            st.resets += 1;
-                            st.read_zones.retain(|&i| i != zi);
-                            // what the zone held is gone: nothing to verify
-                            let from = zslba * self.lba;
-                            forget_range(&mut st.written, from, from + self.geo.zone_bytes);
-                        }
-                    }
+                    self.zone_reset_done(zi, r.is_ok());
                     self.shared.changed.notify_waiters();
                     r?;
                     continue;
                 }
             }
+            // (only data I/O gets here: the other steps continued)
+            self.io_done();
             if think > 0 {
                 self.handle.sleep(think).await;
             }
@@ -1418,6 +1562,17 @@ impl JobRun {
         if self.abort.get() || st.error.is_some() || now >= self.deadline.get() {
             return Step::Done;
         }
+        if self.shared.exited_group.get() == Some(self.spec.group) {
+            return Step::Done;
+        }
+        match st.sync {
+            SyncState::Idle => {}
+            SyncState::Due if st.inflight == 0 => {
+                st.sync = SyncState::Running;
+                return Step::Sync;
+            }
+            SyncState::Due | SyncState::Running => return Step::WaitChange,
+        }
         if self.spec.number_ios > 0 && st.issued_ios >= self.spec.number_ios {
             return Step::Done;
         }
@@ -1438,7 +1593,8 @@ impl JobRun {
         }
         let mut dir = match self.spec.rw {
             Rw::Read | Rw::RandRead => Ddir::Read,
-            Rw::Write | Rw::RandWrite => Ddir::Write,
+            // (trimwrite: counted as writes; the step trims first)
+            Rw::Write | Rw::RandWrite | Rw::TrimWrite => Ddir::Write,
             Rw::Trim | Rw::RandTrim => Ddir::Trim,
             Rw::ReadWrite | Rw::RandRw => {
                 if st.rng.below_u64(100) < u64::from(self.spec.rwmixread) {
@@ -1489,7 +1645,26 @@ impl JobRun {
                 .for_dir(dir)
                 .pick(|n| rng.below_u64(n))
         };
-        let step = if self.zbd() {
+        let step = if self.zbd() && dir == Ddir::Trim {
+            // fio's zbd mode on a zoned device: a trim resets a whole zone,
+            // the zones of the range in order (randtrim: at random)
+            let nz = st.zones.len();
+            if nz == 0 {
+                return Step::Done;
+            }
+            let zi = if self.spec.rw.is_random() {
+                st.rng.below_u64(nz as u64) as usize
+            } else {
+                let zi = (st.seq_pos / self.geo.zone_bytes.max(1)) as usize % nz;
+                st.seq_pos += self.geo.zone_bytes;
+                zi
+            };
+            if st.zones[zi].busy || st.zones[zi].inflight > 0 {
+                return Step::WaitChange;
+            }
+            st.zones[zi].busy = true;
+            Step::TrimZone(zi)
+        } else if self.zbd() {
             if is_read {
                 self.zbd_read(&mut st, bs)
             } else {
@@ -1503,9 +1678,10 @@ impl JobRun {
             let blocks = (self.len / align).max(1);
             let off = if self.spec.rw.is_random() {
                 let st = &mut *st;
-                let off = match st.randmap.as_mut() {
-                    Some(map) => map.next(&mut st.rng) * align,
-                    None => st.rng.below_u64(blocks) * align,
+                let off = match (st.sampler.as_mut(), st.randmap.as_mut()) {
+                    (Some(sampler), _) => sampler.next(&mut st.rng) * align,
+                    (None, Some(map)) => map.next(&mut st.rng) * align,
+                    (None, None) => st.rng.below_u64(blocks) * align,
                 };
                 off.min(self.len.saturating_sub(bs))
             } else {
@@ -1519,14 +1695,28 @@ impl JobRun {
             let slba = (self.start + off) / self.lba;
             match dir {
                 Ddir::Read => Step::Read(slba, bs),
+                Ddir::Write if self.spec.rw == Rw::TrimWrite => Step::TrimWrite(slba, bs),
                 Ddir::Write => Step::Write(slba, bs, usize::MAX),
                 Ddir::Trim => Step::Trim(slba, bs),
             }
         };
         let bytes = match step {
-            Step::Read(_, n) | Step::Write(_, n, _) | Step::Append(_, n, _) | Step::Trim(_, n) => n,
+            Step::Read(_, n)
+            | Step::Write(_, n, _)
+            | Step::Append(_, n, _)
+            | Step::Trim(_, n)
+            | Step::TrimWrite(_, n) => n,
+            Step::TrimZone(_) => self.geo.zone_bytes,
             _ => return step,
         };
+        st.inflight += 1;
+        if self.spec.fsync > 0 && dir == Ddir::Write {
+            st.writes_since_sync += 1;
+            if st.writes_since_sync >= self.spec.fsync {
+                st.writes_since_sync = 0;
+                st.sync = SyncState::Due;
+            }
+        }
         st.issued_bytes += bytes;
         st.issued_ios += 1;
         match dir {

@@ -103,10 +103,20 @@ pub(super) fn validate(spec: &JobSpec, target: &Target, geo: &Geometry) -> Resul
             return Err(format!("untimed=1: {why}"));
         }
     }
+    if !spec.random_distribution.is_uniform()
+        && spec.zonemode == ZoneMode::Zbd
+        && spec.rw.is_random()
+        && spec.rw.has_writes()
+    {
+        return Err(format!(
+            "random_distribution={}: with zonemode=zbd random writes go to write pointers, not to the offsets a distribution draws; it applies to random reads here (rw=randread), or use zonemode=none on a conventional namespace or an FTL SSD",
+            spec.random_distribution
+        ));
+    }
     if spec.rw.is_trim() {
-        if zoned {
+        if zoned && (spec.zonemode != ZoneMode::Zbd || spec.rw == Rw::TrimWrite) {
             return Err(format!(
-                "rw={}: a zoned namespace has no deallocate (fio turns trims into zone resets there): use zone_op=reset",
+                "rw={}: a zoned namespace has no deallocate: with zonemode=zbd, rw=trim and randtrim reset whole zones (as fio's zbd mode does), or use zone_op=reset",
                 spec.rw.as_str()
             ));
         }
@@ -217,6 +227,67 @@ pub(super) fn validate(spec: &JobSpec, target: &Target, geo: &Geometry) -> Resul
 }
 
 /// Byte range [start, start+len) of clone `clone` of a job.
+const GIB: f64 = (1u64 << 30) as f64;
+
+/// A run above this many I/Os gets a note before it starts.
+const MANY_IOS: u64 = 1_000_000_000;
+
+/// verify= above this many bytes written gets a note: the devices keep the
+/// data in memory.
+const LARGE_VERIFY_BYTES: u64 = 4 << 30;
+
+/// What the user should know about a job before it runs (each clone would
+/// say the same): a size clamped to the device, very many I/Os, a verify
+/// that keeps gigabytes in memory.
+pub(super) fn job_notes(spec: &JobSpec, geo: &Geometry) -> Result<Vec<String>, String> {
+    let mut notes = Vec::new();
+    let (cap, zone, lba) = (geo.capacity_bytes, geo.zone_bytes, geo.lba_bytes);
+    let (start, len) = job_range(spec, geo, 0)?;
+    if let Some(size) = spec.size {
+        let asked = size.resolve(cap, zone, lba);
+        if asked > len {
+            notes.push(format!(
+                "job {}: size={} is more than the device holds from the job's offset: its range is the {:.2} GiB from byte {start} to the end, as fio clamps it",
+                spec.name,
+                spec.options.get("size").map_or(asked.to_string(), Clone::clone),
+                len as f64 / GIB,
+            ));
+        }
+    }
+    let bytes = spec
+        .io_size
+        .map_or(len, |s| s.resolve(cap, zone, lba))
+        .saturating_mul(u64::from(spec.loops))
+        .saturating_mul(u64::from(spec.numjobs.max(1)));
+    // number_ios, when set, stops the job first
+    let (ios, bytes) = if spec.number_ios > 0 {
+        let ios = spec
+            .number_ios
+            .saturating_mul(u64::from(spec.numjobs.max(1)));
+        (ios, bytes.min(ios.saturating_mul(max_block_bytes(spec))))
+    } else {
+        (bytes / spec.bs.max(1), bytes)
+    };
+    // (a runtime= bounds the run as the user chose)
+    if spec.runtime.is_none() && spec.zone_op.is_none() && ios > MANY_IOS {
+        notes.push(format!(
+            "job {}: about {:.1e} I/Os ({:.0} GiB in blocks of {} bytes): a long run in host time; io_size=, number_ios= or runtime= make it shorter",
+            spec.name,
+            ios as f64,
+            bytes as f64 / GIB,
+            spec.bs
+        ));
+    }
+    if spec.verify.is_some() && spec.rw.has_writes() && bytes > LARGE_VERIFY_BYTES {
+        notes.push(format!(
+            "job {}: verify= keeps what the run writes in memory: up to {:.1} GiB for this job",
+            spec.name,
+            bytes as f64 / GIB
+        ));
+    }
+    Ok(notes)
+}
+
 pub(super) fn job_range(spec: &JobSpec, geo: &Geometry, clone: u32) -> Result<(u64, u64), String> {
     let cap = geo.capacity_bytes;
     let zone = geo.zone_bytes;

@@ -103,7 +103,24 @@ impl JobRun {
             };
         }
         if self.spec.rw.is_random() {
-            let k = st.rng.below_u64(st.read_zones.len() as u64) as usize;
+            let k = match st.sampler.as_mut() {
+                // random_distribution: the drawn block's zone, or the next
+                // zone with data after it (wrapping), at the drawn offset
+                // within what the zone holds (fio moves a read past a write
+                // pointer below it the same way)
+                Some(sampler) => {
+                    let lba = sampler.next(&mut st.rng) * (self.spec.bs / self.lba);
+                    let zone_lbas = (self.geo.zone_bytes / self.lba).max(1);
+                    let zi = (lba / zone_lbas) as usize;
+                    let at_or_after = st.read_zones.iter().copied().filter(|&i| i >= zi).min();
+                    let first = st.read_zones.iter().copied().min();
+                    let z = &st.zones[at_or_after.or(first).unwrap_or(st.read_zones[0])];
+                    let n = bs_lbas.min(z.readable);
+                    let off = (lba % zone_lbas) % z.readable / bs_lbas.max(1) * bs_lbas;
+                    return Step::Read(z.start_lba + off.min(z.readable - n), n * self.lba);
+                }
+                None => st.rng.below_u64(st.read_zones.len() as u64) as usize,
+            };
             let z = &st.zones[st.read_zones[k]];
             let blocks = (z.readable / bs_lbas).max(1);
             let n = bs_lbas.min(z.readable);

@@ -225,13 +225,19 @@ pub struct Geometry {
     pub finish_full_zones: bool,
 }
 
+/// How many chunks a cache's zones hold ([`Geometry::chunk_slots`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChunkSlots {
+    pub zones: u32,
+    pub chunks_per_zone: u64,
+    pub total_chunks: u64,
+}
+
 impl Geometry {
-    /// Checks `cfg` against the device layout.
-    pub fn derive(
-        cfg: &CacheConfig,
-        layout: &ZoneLayout,
-        backend: BackendKind,
-    ) -> Result<Geometry, CacheError> {
+    /// The cache's zones and chunk slots on `layout`: `cfg`'s chunk and
+    /// zone count checked against the device, not its watermarks or
+    /// backend (what a workload file sized to a cache needs).
+    pub fn chunk_slots(cfg: &CacheConfig, layout: &ZoneLayout) -> Result<ChunkSlots, CacheError> {
         let p = |m: String| Err(CacheError::Param(m));
         let lba = u64::from(layout.lba_bytes);
         check_whole_blocks("chunk", cfg.chunk_bytes, lba)
@@ -259,6 +265,38 @@ impl Geometry {
         if zones == 0 {
             return p("the device holds no whole zone (region)".into());
         }
+        let chunk_lbas = cfg.chunk_bytes / lba;
+        let chunks_per_zone = layout.zone_capacity_lbas / chunk_lbas;
+        if chunks_per_zone > u64::from(u32::MAX) {
+            return p("too many chunks per zone".into());
+        }
+        let total_chunks = chunks_per_zone * u64::from(zones);
+        if total_chunks >= u64::from(u32::MAX) {
+            return p(format!(
+                "{total_chunks} chunk slots: more than the cache indexes (2^32 − 1)"
+            ));
+        }
+        Ok(ChunkSlots {
+            zones,
+            chunks_per_zone,
+            total_chunks,
+        })
+    }
+
+    /// Checks `cfg` against the device layout.
+    pub fn derive(
+        cfg: &CacheConfig,
+        layout: &ZoneLayout,
+        backend: BackendKind,
+    ) -> Result<Geometry, CacheError> {
+        let p = |m: String| Err(CacheError::Param(m));
+        let lba = u64::from(layout.lba_bytes);
+        let ChunkSlots {
+            zones,
+            chunks_per_zone,
+            total_chunks,
+        } = Geometry::chunk_slots(cfg, layout)?;
+        let chunk_lbas = cfg.chunk_bytes / lba;
         if cfg.zone_low <= cfg.zone_high {
             return p(format!(
                 "zone watermarks: low (target, {}) must be above high (trigger, {})",
@@ -278,17 +316,6 @@ impl Geometry {
                 "{zones} zones are too few for the watermarks: need more than low ({}){} to hold data",
                 cfg.zone_low,
                 if reserve_zones > 0 { " + 1 GC zone" } else { "" }
-            ));
-        }
-        let chunk_lbas = cfg.chunk_bytes / lba;
-        let chunks_per_zone = layout.zone_capacity_lbas / chunk_lbas;
-        if chunks_per_zone > u64::from(u32::MAX) {
-            return p("too many chunks per zone".into());
-        }
-        let total_chunks = chunks_per_zone * u64::from(zones);
-        if total_chunks >= u64::from(u32::MAX) {
-            return p(format!(
-                "{total_chunks} chunk slots: more than the cache indexes (2^32 − 1)"
             ));
         }
         let mtl = u64::from(layout.max_transfer_lbas.max(1));
