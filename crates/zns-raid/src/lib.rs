@@ -24,6 +24,7 @@ pub mod aggr;
 mod array;
 #[cfg(feature = "crashtest")]
 pub mod crashtest;
+mod create;
 mod engine;
 mod join;
 pub mod layout;
