@@ -24,10 +24,11 @@
 //! submission latency, slat, which clat leaves out; polled jobs sharing too
 //! few CPUs).
 //!
-//! This module holds the run loop, a job's state and its data-I/O worker;
-//! `validate` checks a job against its device before the run, `zbd` holds
-//! the zonemode=zbd rules, `zone_ops` the timed zone-management jobs and
-//! `verify_pass` verify='s bookkeeping and read-back.
+//! This module holds the run loop, a job's state (its issued counters,
+//! `Issued`) and its data-I/O worker; `validate` checks a job against its
+//! device before the run, `zbd` holds the zonemode=zbd rules and a job's
+//! view of its zones (`ZbdState`), `zone_ops` the timed zone-management jobs
+//! and `verify_pass` verify='s state (`VerifyState`) and read-back.
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;

@@ -50,7 +50,8 @@
 //!
 //! # Files
 //! This module: the configuration, geometry, state and the get/insert path;
-//! `evict` the eviction task and both policies' eviction; `chunk_io` a
+//! `evict` the cache's space (`Space`: zones, slots, free lists), the
+//! eviction task and both policies' eviction; `chunk_io` a
 //! chunk's reads, writes and copies on the device; `audit` the consistency
 //! checks.
 

@@ -22,7 +22,8 @@
 //!
 //! Files: this module holds the controller, its state, construction (profiles,
 //! images) and the admission of commands; `commands` the I/O commands' paths,
-//! `faults` power cuts, restarts and injected faults, `namespaces` the
+//! `faults` power cuts (and `PowerLog`, the log of writes not yet durable
+//! they read), restarts and injected faults, `namespaces` the
 //! namespace handles users open as devices.
 
 use std::cell::{Cell, RefCell};
