@@ -68,6 +68,18 @@ impl Builder {
         Ok(())
     }
 
+    /// Sets option `key` in the section being read (`[global]` or the
+    /// current job).
+    fn set(&mut self, key: &str, value: Option<&str>, at: &Location) -> Result<(), JobError> {
+        match self.current() {
+            Some(set) => set.set(key, value, at),
+            None => Err(JobError::OutsideSection {
+                at: at.clone(),
+                option: key.to_string(),
+            }),
+        }
+    }
+
     fn current(&mut self) -> Option<&mut OptSet> {
         if self.in_global {
             Some(&mut self.global)
@@ -109,13 +121,7 @@ pub fn parse_job_file_with_args<S: AsRef<str>>(
     cli_globals: &[S],
 ) -> Result<Vec<JobSpec>, JobError> {
     let mut b = Builder::default();
-    for (index, arg) in cli_globals.iter().enumerate() {
-        let arg = arg.as_ref();
-        let at = Location::Arg {
-            index,
-            arg: arg.to_string(),
-        };
-        let (key, value) = split_arg(arg, &at)?;
+    for_each_arg(cli_globals, |at, arg, key, value| {
         if key == "name" {
             return Err(JobError::Syntax {
                 at,
@@ -123,8 +129,8 @@ pub fn parse_job_file_with_args<S: AsRef<str>>(
                 reason: "--name cannot be combined with a job file".into(),
             });
         }
-        b.global.set(key, value, &at)?;
-    }
+        b.global.set(key, value, &at)
+    })?;
     let mut have_section = false;
     for (idx, raw_line) in text.lines().enumerate() {
         let at = Location::Line {
@@ -180,15 +186,7 @@ pub fn parse_job_file_with_args<S: AsRef<str>>(
                 option: key.to_string(),
             });
         }
-        match b.current() {
-            Some(set) => set.set(key, value, &at)?,
-            None => {
-                return Err(JobError::OutsideSection {
-                    at,
-                    option: key.to_string(),
-                })
-            }
-        }
+        b.set(key, value, &at)?;
     }
     b.finish(Some(file))
 }
@@ -216,13 +214,7 @@ where
         in_global: true,
         ..Builder::default()
     };
-    for (index, arg) in args.into_iter().enumerate() {
-        let arg = arg.as_ref();
-        let at = Location::Arg {
-            index,
-            arg: arg.to_string(),
-        };
-        let (key, value) = split_arg(arg, &at)?;
+    for_each_arg(args, |at, _, key, value| {
         if key == "name" {
             let name = value.map(str::trim).unwrap_or("");
             if name.is_empty() {
@@ -233,20 +225,30 @@ where
                     expected: OptKind::Str.expected(),
                 });
             }
-            b.start_job(name, at)?;
-            continue;
+            return b.start_job(name, at);
         }
-        match b.current() {
-            Some(set) => set.set(key, value, &at)?,
-            None => {
-                return Err(JobError::OutsideSection {
-                    at,
-                    option: key.to_string(),
-                })
-            }
-        }
-    }
+        b.set(key, value, &at)
+    })?;
     b.finish(None)
+}
+
+/// Hands each command-line argument (`--option[=value]`) to `f` with where
+/// it was given, the argument, its option name and its value, stopping at
+/// the first error.
+fn for_each_arg<S: AsRef<str>>(
+    args: impl IntoIterator<Item = S>,
+    mut f: impl FnMut(Location, &str, &str, Option<&str>) -> Result<(), JobError>,
+) -> Result<(), JobError> {
+    for (index, arg) in args.into_iter().enumerate() {
+        let arg = arg.as_ref();
+        let at = Location::Arg {
+            index,
+            arg: arg.to_string(),
+        };
+        let (key, value) = split_arg(arg, &at)?;
+        f(at, arg, key, value)?;
+    }
+    Ok(())
 }
 
 /// Split `--key[=value]`.
