@@ -135,6 +135,41 @@ impl IoCmd {
         Ok(cmd)
     }
 
+    /// The command's name in the served device's request counts (`zns
+    /// serve --stats`), as the ublk front end names its requests.
+    pub fn kind(&self) -> &'static str {
+        match *self {
+            IoCmd::Read { .. } => "read",
+            IoCmd::Write { .. } => "write",
+            IoCmd::Flush => "flush",
+            IoCmd::WriteZeroes { .. } => "write-zeroes",
+            IoCmd::ZoneSend(z) => match (z.action, z.select_all) {
+                (ZoneAction::Close, _) => "zone-close",
+                (ZoneAction::Finish, _) => "zone-finish",
+                (ZoneAction::Open { zrwa: false }, _) => "zone-open",
+                (ZoneAction::Open { zrwa: true }, _) => "zone-open-zrwa",
+                (ZoneAction::Reset, false) => "zone-reset",
+                (ZoneAction::Reset, true) => "zone-reset-all",
+                (ZoneAction::Offline, _) => "zone-offline",
+                (ZoneAction::FlushZrwa, _) => "zrwa-flush",
+            },
+            IoCmd::ZoneReceive { .. } => "report-zones",
+            IoCmd::ZoneAppend { .. } => "zone-append",
+        }
+    }
+
+    /// The data the command moves, in bytes (for the request counts: read,
+    /// written, appended or zeroed).
+    pub fn data_bytes(&self, lba_bytes: u32) -> u64 {
+        match *self {
+            IoCmd::Read { nlb, .. }
+            | IoCmd::Write { nlb, .. }
+            | IoCmd::WriteZeroes { nlb, .. }
+            | IoCmd::ZoneAppend { nlb, .. } => nlb * u64::from(lba_bytes),
+            _ => 0,
+        }
+    }
+
     /// Bytes the host sends with the command (its data).
     pub fn data_in_bytes(&self, lba_bytes: u32) -> u64 {
         match *self {

@@ -763,7 +763,9 @@ impl Conn {
         };
         let out = self.out.clone();
         let limit = desc.length as usize;
-        link.run(
+        link.run_counted(
+            cmd.kind(),
+            cmd.data_bytes(lba_bytes),
             move |dev| async move { execute(&dev, cmd, &data).await },
             move |done| {
                 let reply = match done {

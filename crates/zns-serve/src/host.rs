@@ -193,7 +193,8 @@ impl Link {
     /// device and returns the future to run there (for front ends that
     /// speak the device's own commands, as the NVMe/TCP target does);
     /// `done` gets its output, or `None` when the runtime never ran it (it
-    /// has stopped). Not counted in the ublk request counts.
+    /// has stopped). Not counted in the request counts
+    /// ([`Link::run_counted`] is).
     pub fn run<W, F, D>(&self, work: W, done: D)
     where
         W: FnOnce(Target) -> F + Send + 'static,
@@ -213,6 +214,33 @@ impl Link {
                 let out = work(dev).await;
                 done.complete(out);
             }));
+        });
+    }
+}
+
+impl Link {
+    /// [`Link::run`] for a command the report counts (`--stats`: the
+    /// requests by kind, as the ublk front end's are): `kind` names it
+    /// (`read`, `write`, `zone-append`, … as [`crate::Request::name`]
+    /// does), `bytes` is its data; it counts as failed when `work`'s
+    /// output is an error. A command the runtime never ran is not counted.
+    pub fn run_counted<W, F, T, E, D>(&self, kind: &'static str, bytes: u64, work: W, done: D)
+    where
+        W: FnOnce(Target) -> F + Send + 'static,
+        F: std::future::Future<Output = Result<T, E>> + 'static,
+        D: FnOnce(Option<Result<T, E>>) + Send + 'static,
+    {
+        let index = self.index;
+        self.run(work, move |out| {
+            // (on the runtime's thread when it ran: COUNTS is its own)
+            if let Some(out) = &out {
+                COUNTS.with(|c| {
+                    if let Some((c, _)) = c.borrow_mut().get_mut(index) {
+                        c.count_kind(kind, bytes, out.is_ok());
+                    }
+                });
+            }
+            done(out);
         });
     }
 }

@@ -30,10 +30,17 @@ pub struct RequestCounts {
 impl RequestCounts {
     /// Counts one completed request.
     pub fn count(&mut self, req: &Request, lba_bytes: u64, ok: bool) {
-        let k = self.by_kind.entry(req.name()).or_default();
+        self.count_kind(req.name(), req.data_lbas() * lba_bytes, ok);
+    }
+
+    /// Counts one completed request of kind `name` that moved `bytes` of
+    /// data (counted only when it succeeded): for front ends whose commands
+    /// are not [`Request`]s (the NVMe/TCP target's).
+    pub fn count_kind(&mut self, name: &'static str, bytes: u64, ok: bool) {
+        let k = self.by_kind.entry(name).or_default();
         k.requests += 1;
         if ok {
-            k.bytes += req.data_lbas() * lba_bytes;
+            k.bytes += bytes;
         } else {
             k.failed += 1;
         }
