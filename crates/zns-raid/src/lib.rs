@@ -26,6 +26,7 @@ mod array;
 pub mod crash_params;
 #[cfg(feature = "crashtest")]
 pub mod crashtest;
+mod create;
 mod engine;
 mod join;
 pub mod layout;

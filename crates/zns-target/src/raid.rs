@@ -1,6 +1,7 @@
 //! `raid:` device names: [`RaidSpec`], a RAID array of emulated ZNS devices
 //! (its members' profiles or device images, the array's options, the
-//! members' host stack and zone aggregation), and creating the array it
+//! members' host stack and zone aggregation; its grammar is `spec`'s, as
+//! members are device names themselves), and creating the array it
 //! describes: one emulated controller per member, each member's first zoned
 //! namespace (optionally aggregated, `zns_raid::aggr`), and a new array
 //! over them — or, on member images that hold one already, the array they
@@ -11,12 +12,12 @@ use std::rc::Rc;
 
 use zns_core::{ReportFilter, ZoneState, ZonedDevice};
 use zns_device::{Controller, ControllerOptions, Profile, StoreKind};
-use zns_raid::{AggregatedZns, Policy, RaidArray, RaidOptions, Variant};
+use zns_raid::{AggregatedZns, RaidArray, RaidOptions, Variant};
 use zns_sim::timing::HostStack;
 use zns_sim::Runtime;
 
 use crate::error::TargetError;
-use crate::size::{check_whole_blocks, parse_bytes};
+use crate::size::check_whole_blocks;
 
 /// A RAID array as a device name: `raid:` followed by comma-separated
 /// members and options (the grammar is in the crate docs and
@@ -148,7 +149,7 @@ async fn any_zone_written(devs: &[Rc<dyn ZonedDevice>]) -> Result<bool, TargetEr
 
 /// The members' host stack a variant implies: mq-deadline for the variants
 /// whose members run behind its per-zone write lock, none for the others.
-fn default_member_stack(variant: Variant) -> HostStack {
+pub(crate) fn default_member_stack(variant: Variant) -> HostStack {
     if variant.members_mq_deadline() {
         HostStack::IoUringMqDeadline
     } else {
@@ -180,131 +181,10 @@ impl std::fmt::Display for RaidSpec {
     }
 }
 
-/// Parses what follows `raid:`; members are loaded as profiles (built-in
-/// names or TOML files).
-impl std::str::FromStr for RaidSpec {
-    type Err = TargetError;
-    fn from_str(s: &str) -> Result<RaidSpec, TargetError> {
-        let spec = TargetError::Spec;
-        let mut members = Vec::new();
-        let mut images = Vec::new();
-        let mut options = RaidOptions::default();
-        let mut stack: Option<HostStack> = None;
-        let mut aggregate = 1u32;
-        for item in s.split(',').map(str::trim).filter(|x| !x.is_empty()) {
-            if let Some((k, v)) = item.split_once('=') {
-                let v = v.trim();
-                match k.trim() {
-                    "variant" => options.variant = v.parse::<Variant>().map_err(spec)?,
-                    "chunk" => {
-                        options.chunk_bytes = parse_bytes(v)
-                            .map_err(|e| format!("chunk={v}: {e}"))
-                            .and_then(|b| match b {
-                                0 => Err(format!("chunk={v}: a chunk is not empty")),
-                                b => Ok(b),
-                            })
-                            .map_err(spec)?
-                    }
-                    "policy" => options.policy = v.parse::<Policy>().map_err(spec)?,
-                    "stack" => {
-                        stack = Some(v.parse().map_err(|e| spec(format!("stack={v}: {e}")))?)
-                    }
-                    "aggregate" => {
-                        aggregate = v
-                            .parse()
-                            .ok()
-                            .filter(|&k| (1..=64).contains(&k))
-                            .ok_or_else(|| spec(format!("aggregate={v}: expected 1..=64 zones")))?
-                    }
-                    "worker_ns" => {
-                        options.worker_ns_per_write = v
-                            .parse()
-                            .map_err(|_| spec(format!("worker_ns={v}: not a number of ns")))?
-                    }
-                    "pp_mutex_ns" => {
-                        options.pp_mutex_ns = v
-                            .parse()
-                            .map_err(|_| spec(format!("pp_mutex_ns={v}: not a number of ns")))?
-                    }
-                    "worker_copy_ps" | "worker_xor_ps" => {
-                        let n = v
-                            .parse()
-                            .map_err(|_| spec(format!("{k}={v}: not a number of ps per byte")))?;
-                        if k == "worker_copy_ps" {
-                            options.worker_copy_ps_per_byte = n;
-                        } else {
-                            options.worker_xor_ps_per_byte = n;
-                        }
-                    }
-                    other => {
-                        return Err(spec(format!(
-                            "unknown RAID option {other:?} (options: variant, chunk, policy, stack, aggregate, worker_ns, worker_copy_ps, worker_xor_ps, pp_mutex_ns)"
-                        )))
-                    }
-                }
-                continue;
-            }
-            let (count, name) = match item.split_once(['x', '*']) {
-                Some((n, name)) if !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()) => {
-                    let n: usize = n.parse().map_err(|_| spec(format!("{item}: bad count")))?;
-                    (n, name.trim())
-                }
-                _ => (1, item),
-            };
-            if name.is_empty() {
-                return Err(spec(format!(
-                    "{item}: no device after the count (e.g. 5xzn540: five zn540 members; RAID-5 needs at least 3)"
-                )));
-            }
-            if count == 0 || count > 64 {
-                return Err(spec(format!(
-                    "{item}: expected NxDEVICE with 1 ≤ N ≤ 64 (an array has 3 to 64 members)"
-                )));
-            }
-            let index = members.len() + images.len();
-            if name.starts_with("raid:") {
-                return Err(spec(format!("member {index}: an array cannot be a member")));
-            }
-            match crate::spec::TargetSpec::parse(name) {
-                Ok(crate::spec::TargetSpec::Image(path)) if count == 1 => images.push(path),
-                Ok(crate::spec::TargetSpec::Image(_)) => {
-                    return Err(spec(format!(
-                        "{item}: a device image is one member (name each image once)"
-                    )))
-                }
-                _ => {
-                    let profile = Profile::load(name).map_err(|source| TargetError::Profile {
-                        context: format!("member {index} ({name}): "),
-                        source,
-                        hint: "",
-                    })?;
-                    members.extend(std::iter::repeat(profile).take(count));
-                }
-            }
-            if !members.is_empty() && !images.is_empty() {
-                return Err(spec(format!(
-                    "member {index} ({name}): the members are all profiles or all device images"
-                )));
-            }
-        }
-        if members.is_empty() && images.is_empty() {
-            return Err(spec(
-                "no members (e.g. raid:5xzn540 or raid:zn540,zn540,zn540,variant=raizn+)".into(),
-            ));
-        }
-        Ok(RaidSpec {
-            members,
-            images,
-            member_stack: stack.unwrap_or(default_member_stack(options.variant)),
-            options,
-            aggregate,
-        })
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use zns_raid::Policy;
 
     #[test]
     fn raid_specs_parse_members_and_options() {

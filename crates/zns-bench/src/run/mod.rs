@@ -24,10 +24,11 @@
 //! submission latency, slat, which clat leaves out; polled jobs sharing too
 //! few CPUs).
 //!
-//! This module holds the run loop, a job's state and its data-I/O worker;
-//! `validate` checks a job against its device before the run, `zbd` holds
-//! the zonemode=zbd rules, `zone_ops` the timed zone-management jobs and
-//! `verify_pass` verify='s bookkeeping and read-back.
+//! This module holds the run loop, a job's state (its issued counters,
+//! `Issued`) and its data-I/O worker; `validate` checks a job against its
+//! device before the run, `zbd` holds the zonemode=zbd rules and a job's
+//! view of its zones (`ZbdState`), `zone_ops` the timed zone-management jobs
+//! and `verify_pass` verify='s state (`VerifyState`) and read-back.
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
@@ -37,6 +38,7 @@ use std::rc::Rc;
 use std::task::{Context, Poll};
 
 use zns_core::{NvmeError, ReportFilter, ZoneAction, ZoneSendCmd};
+use zns_sim::join::try_join_tasks;
 use zns_sim::sync::Notify;
 use zns_sim::{Handle, Runtime, SimRng};
 use zns_target::{Devices, Geometry, Target};
@@ -53,7 +55,8 @@ mod zbd;
 mod zone_ops;
 
 use validate::{check_disjoint_zone_writers, job_notes, job_range, max_block_bytes, validate};
-use verify_pass::forget_range;
+use verify_pass::VerifyState;
+use zbd::ZbdState;
 
 /// Why a run failed.
 #[derive(Debug, thiserror::Error)]
@@ -305,15 +308,18 @@ pub fn run_jobs_interruptible(
                     Some(s) => SimRng::from_seed_u64(s.wrapping_add(u64::from(clone))),
                     None => handle.rng(),
                 };
-                runs.push(JobRun::new(
-                    spec.clone(),
-                    target.clone(),
-                    geo.clone(),
-                    handle.clone(),
-                    shared.clone(),
-                    zbd.clone(),
+                let place = JobPlace {
+                    target: target.clone(),
+                    geo: geo.clone(),
+                    slots: zbd.clone(),
                     start,
                     len,
+                };
+                runs.push(JobRun::new(
+                    spec.clone(),
+                    place,
+                    handle.clone(),
+                    shared.clone(),
                     rng,
                 ));
                 if let Some(r) = runs.last() {
@@ -553,7 +559,7 @@ fn run_untimed(runs: &[Rc<JobRun>], devices: &Devices) -> Result<(), RunError> {
         while i < live.len() {
             let (r, ctrl, nsid) = &live[i];
             match r.next_step() {
-                Step::Write(slba, bytes, _) => {
+                Step::Write { slba, bytes, .. } => {
                     ctrl.write_untimed(*nsid, slba, bytes / r.lba)
                         .map_err(|e| r.io_err(e))?;
                     let mut st = r.st.borrow_mut();
@@ -651,56 +657,54 @@ impl Flow {
     }
 }
 
-/// A zone of a zbd job's range, as the job sees it.
-#[derive(Debug, Clone)]
-struct ZoneCursor {
-    start_lba: u64,
-    /// LBAs the job may write in it (capacity, or zone_write_limit).
-    limit_lbas: u64,
-    /// Next LBA offset to write (issued so far).
-    next: u64,
-    /// LBAs readable (write pointer at job start, raised by completed writes).
-    readable: u64,
-    inflight: u32,
-    /// libaio under mq-deadline: since when a request of this job waits in
-    /// the scheduler (the zone is write-locked); later writes merge into it
-    /// until a later completion dispatches it.
-    sched_queued_at: Option<u64>,
-    /// A reset / finish / open / flush of this zone is in flight.
-    busy: bool,
-    /// Holds an open-zone slot for this job.
-    open: bool,
-    /// Opened with a ZRWA by this job.
-    zrwa: bool,
-    /// LBA offset up to which the ZRWA was explicitly flushed.
-    flushed: u64,
-    /// Completed LBAs since the zone was (re)started by this job.
-    done: u64,
+/// Data I/Os a job has issued and their bytes, in all and by direction:
+/// the size, number_ios and rate limits count them.
+#[derive(Debug, Clone, Copy, Default)]
+struct Issued {
+    bytes: u64,
+    read_bytes: u64,
+    write_bytes: u64,
+    ios: u64,
+    read_ios: u64,
+    write_ios: u64,
 }
 
-impl ZoneCursor {
-    fn room(&self) -> u64 {
-        self.limit_lbas.saturating_sub(self.next)
+impl Issued {
+    /// One I/O of `bytes` in direction `dir` (trims count in the totals only).
+    fn add(&mut self, dir: Ddir, bytes: u64) {
+        self.bytes += bytes;
+        self.ios += 1;
+        match dir {
+            Ddir::Read => {
+                self.read_bytes += bytes;
+                self.read_ios += 1;
+            }
+            Ddir::Write => {
+                self.write_bytes += bytes;
+                self.write_ios += 1;
+            }
+            Ddir::Trim => {}
+        }
+    }
+
+    /// (bytes, I/Os) issued as reads (`read`) or as writes.
+    fn of_dir(&self, read: bool) -> (u64, u64) {
+        if read {
+            (self.read_bytes, self.read_ios)
+        } else {
+            (self.write_bytes, self.write_ios)
+        }
     }
 }
 
+/// A job's mutable state, shared by its workers.
 struct JobState {
     rng: SimRng,
     /// Measured I/Os, kept only when the job writes fio logs.
     io_log: Vec<crate::iolog::LoggedIo>,
-    /// verify=: the blocks written so far, by byte offset: their bytes (a
-    /// block says what it holds; the do_verify pass reads them back).
-    written: BTreeMap<u64, u64>,
-    /// verify=: seeds handed out (each block's payload seed follows).
-    verify_seq: u64,
-    verify_failures: u64,
-    verify_error: Option<crate::verify::VerifyError>,
-    issued_bytes: u64,
-    issued_read_bytes: u64,
-    issued_write_bytes: u64,
-    issued_ios: u64,
-    issued_read_ios: u64,
-    issued_write_ios: u64,
+    /// verify=: what was written, and what failed its check.
+    verify: VerifyState,
+    issued: Issued,
     limit_bytes: u64,
     seq_pos: u64,
     /// Random order of the range's blocks (fio's random map; None with
@@ -715,16 +719,8 @@ struct JobState {
     sync: SyncState,
     /// Flushes (fsync=, end_fsync): fio's sync latencies.
     sync_stats: DirStats,
-    zones: Vec<ZoneCursor>,
-    /// Zones held open for writing (indexes into `zones`), oldest first.
-    open_set: Vec<usize>,
-    /// Sequential writes: next zone to open.
-    next_zone: usize,
-    /// zbd reads: zones with readable data, and the sequential read cursor.
-    read_zones: Vec<usize>,
-    seq_read: (usize, u64),
-    writes_since_reset_check: u64,
-    zone_op_next: usize,
+    /// The zones of the range, for zonemode=zbd and zone_op jobs.
+    zbd: ZbdState,
     flow_count: u64,
     read: DirStats,
     write: DirStats,
@@ -753,27 +749,67 @@ enum OpZone {
     Done,
 }
 
-/// What a worker does next.
+/// What a worker does next (`slba` in LBAs, `bytes` the transfer's size).
 enum Step {
-    Read(u64, u64),
-    /// slba, bytes: a Dataset Management deallocate.
-    Trim(u64, u64),
-    /// slba, bytes: a deallocate, then a write of the same blocks.
-    TrimWrite(u64, u64),
+    Read {
+        slba: u64,
+        bytes: u64,
+    },
+    /// A Dataset Management deallocate.
+    Trim {
+        slba: u64,
+        bytes: u64,
+    },
+    /// A deallocate, then a write of the same blocks.
+    TrimWrite {
+        slba: u64,
+        bytes: u64,
+    },
     /// zonemode=zbd trim on a zoned namespace: a reset of this zone,
     /// reported as a trim of the zone (fio's zbd mode).
-    TrimZone(usize),
+    TrimZone {
+        zone: usize,
+    },
     /// A flush (fsync=N), once nothing of the job is in flight.
     Sync,
-    /// slba, bytes, zone index (or usize::MAX outside zbd).
-    Write(u64, u64, usize),
-    Append(u64, u64, usize),
+    /// A write; `zone` is the index of its zone in a zbd job (None outside
+    /// zonemode=zbd).
+    Write {
+        slba: u64,
+        bytes: u64,
+        zone: Option<usize>,
+    },
+    /// A zone append to the zone starting at `zslba`.
+    Append {
+        zslba: u64,
+        bytes: u64,
+        zone: usize,
+    },
     /// Timed zone-management command on a zone, recorded under its key.
-    Mgmt(ZoneSendCmd, &'static str, usize),
-    Reset(usize),
+    Mgmt {
+        cmd: ZoneSendCmd,
+        key: &'static str,
+        zone: usize,
+    },
+    Reset {
+        zone: usize,
+    },
     WaitChange,
-    SleepUntil(u64),
+    SleepUntil {
+        at_ns: u64,
+    },
     Done,
+}
+
+/// Where a job clone runs: its device, the device's geometry and
+/// open-zone slots, and its byte range.
+struct JobPlace {
+    target: Target,
+    geo: Geometry,
+    slots: Rc<ZbdShared>,
+    /// First byte and length of the range, bytes.
+    start: u64,
+    len: u64,
 }
 
 struct JobRun {
@@ -782,7 +818,9 @@ struct JobRun {
     geo: Geometry,
     handle: Handle,
     shared: Rc<RunShared>,
-    zbd: Rc<ZbdShared>,
+    /// The device's open-zone slots.
+    slots: Rc<ZbdShared>,
+    /// First byte and length of the job's range, bytes.
     start: u64,
     len: u64,
     lba: u64,
@@ -818,18 +856,20 @@ fn send(action: ZoneAction, slba: u64) -> ZoneSendCmd {
 }
 
 impl JobRun {
-    #[allow(clippy::too_many_arguments)]
     fn new(
         spec: JobSpec,
-        target: Target,
-        geo: Geometry,
+        place: JobPlace,
         handle: Handle,
         shared: Rc<RunShared>,
-        zbd: Rc<ZbdShared>,
-        start: u64,
-        len: u64,
         rng: SimRng,
     ) -> Rc<JobRun> {
+        let JobPlace {
+            target,
+            geo,
+            slots,
+            start,
+            len,
+        } = place;
         let lba = geo.lba_bytes;
         let limit_bytes = spec
             .io_size
@@ -852,23 +892,15 @@ impl JobRun {
             geo,
             handle,
             shared,
-            zbd,
+            slots,
             start,
             len,
             lba,
             st: RefCell::new(JobState {
                 rng,
                 io_log: Vec::new(),
-                written: BTreeMap::new(),
-                verify_seq: 0,
-                verify_failures: 0,
-                verify_error: None,
-                issued_bytes: 0,
-                issued_read_bytes: 0,
-                issued_write_bytes: 0,
-                issued_ios: 0,
-                issued_read_ios: 0,
-                issued_write_ios: 0,
+                verify: VerifyState::default(),
+                issued: Issued::default(),
                 limit_bytes,
                 seq_pos: 0,
                 randmap,
@@ -877,13 +909,7 @@ impl JobRun {
                 writes_since_sync: 0,
                 sync: SyncState::Idle,
                 sync_stats: DirStats::default(),
-                zones: Vec::new(),
-                open_set: Vec::new(),
-                next_zone: 0,
-                read_zones: Vec::new(),
-                seq_read: (0, 0),
-                writes_since_reset_check: 0,
-                zone_op_next: 0,
+                zbd: ZbdState::default(),
                 flow_count: 0,
                 read: DirStats::default(),
                 write: DirStats::default(),
@@ -1024,9 +1050,9 @@ impl JobRun {
         let by_size = if self.spec.time_based {
             None
         } else if self.spec.zone_op.is_some() {
-            Some(st.zone_op_next as f64 / st.zones.len().max(1) as f64)
+            Some(st.zbd.zone_op_next as f64 / st.zbd.zones.len().max(1) as f64)
         } else {
-            Some(st.issued_bytes as f64 / st.limit_bytes.max(1) as f64)
+            Some(st.issued.bytes as f64 / st.limit_bytes.max(1) as f64)
         };
         let f = match (by_time, by_size) {
             (Some(a), Some(b)) => a.max(b),
@@ -1060,11 +1086,10 @@ impl JobRun {
         {
             let mut st = self.st.borrow_mut();
             st.ended = true;
-            let held = st.open_set.len() as u32;
-            self.zbd.open.set(self.zbd.open.get().saturating_sub(held));
-            for zi in std::mem::take(&mut st.open_set) {
-                st.zones[zi].open = false;
-            }
+            let held = st.zbd.release_all();
+            self.slots
+                .open
+                .set(self.slots.open.get().saturating_sub(held));
         }
         if self.spec.flow != 0 {
             self.shared
@@ -1080,17 +1105,14 @@ impl JobRun {
             Err(e) => return Err(e),
             Ok(()) => st.error,
         };
-        let error = match (failed, st.verify_error.take()) {
+        let error = match (failed, st.verify.take_failure()) {
             (Some(err), _) => Some(JobFailure {
                 errno: err.status.linux_errno(),
                 cause: FailureCause::Io(err),
             }),
-            (None, Some(first)) => Some(JobFailure {
+            (None, Some((bad_blocks, first))) => Some(JobFailure {
                 errno: EILSEQ,
-                cause: FailureCause::Verify {
-                    bad_blocks: st.verify_failures,
-                    first,
-                },
+                cause: FailureCause::Verify { bad_blocks, first },
             }),
             (None, None) => None,
         };
@@ -1131,38 +1153,7 @@ impl JobRun {
                 .zone_write_limit
                 .map(|s| s.resolve(self.geo.capacity_bytes, self.geo.zone_bytes, self.lba));
             let mut st = self.st.borrow_mut();
-            st.zones = zones
-                .iter()
-                .map(|z| {
-                    let written = if z.wp_valid() {
-                        z.written_lbas()
-                    } else if z.state == zns_core::ZoneState::Full {
-                        z.capacity_lbas
-                    } else {
-                        0
-                    };
-                    let limit = match wlimit {
-                        Some(b) => (b / self.lba).clamp(1, z.capacity_lbas),
-                        None => z.capacity_lbas,
-                    };
-                    ZoneCursor {
-                        start_lba: z.start_lba,
-                        limit_lbas: limit,
-                        next: written,
-                        readable: written,
-                        inflight: 0,
-                        sched_queued_at: None,
-                        busy: false,
-                        open: false,
-                        zrwa: false,
-                        flushed: written,
-                        done: written,
-                    }
-                })
-                .collect();
-            st.read_zones = (0..st.zones.len())
-                .filter(|&i| st.zones[i].readable > 0)
-                .collect();
+            st.zbd.set_zones(&zones, self.lba, wlimit);
             // the range's data (reads) or capacity (writes) bounds the job,
             // unless io_size / number_ios / time_based ask for more (wrapping)
             let wraps =
@@ -1171,15 +1162,15 @@ impl JobRun {
             let loops = u64::from(self.spec.loops);
             if self.spec.zone_op.is_none() && !wraps {
                 if self.spec.rw == Rw::Read {
-                    let readable: u64 = st.zones.iter().map(|z| z.readable * self.lba).sum();
+                    let readable: u64 = st.zbd.zones.iter().map(|z| z.readable * self.lba).sum();
                     st.limit_bytes = st.limit_bytes.min(readable.saturating_mul(loops));
                 } else if self.spec.rw == Rw::Write && !self.spec.zrwa {
-                    let writable: u64 = st.zones.iter().map(|z| z.limit_lbas * self.lba).sum();
+                    let writable: u64 = st.zbd.zones.iter().map(|z| z.limit_lbas * self.lba).sum();
                     st.limit_bytes = st.limit_bytes.min(writable.saturating_mul(loops));
                 }
             }
             let reads_only = !self.spec.rw.has_writes() && self.spec.zone_op.is_none();
-            if reads_only && st.read_zones.is_empty() {
+            if reads_only && st.zbd.read_zones.is_empty() {
                 return Err(RunError::Setup {
                     job: self.spec.name.clone(),
                     msg: "zonemode=zbd reads only below write pointers, and nothing is written in the job's range: write it first (e.g. a write job before it with stonewall) or set precondition=fill".into(),
@@ -1206,15 +1197,7 @@ impl JobRun {
                 r
             }));
         }
-        let mut first_err = Ok(());
-        for h in handles {
-            if let Err(e) = h.await {
-                if first_err.is_ok() {
-                    first_err = Err(e);
-                }
-            }
-        }
-        first_err?;
+        try_join_tasks(handles).await?;
         if self.spec.end_fsync && self.st.borrow().error.is_none() {
             self.timed_sync().await;
         }
@@ -1244,20 +1227,13 @@ impl JobRun {
     /// the zone is empty again and free for the job's workers.
     fn zone_reset_done(&self, zi: usize, ok: bool) {
         let mut st = self.st.borrow_mut();
-        let z = &mut st.zones[zi];
-        z.busy = false;
+        st.zbd.zones[zi].busy = false;
         if ok {
-            let zslba = z.start_lba;
-            z.next = 0;
-            z.readable = 0;
-            z.flushed = 0;
-            z.done = 0;
-            z.zrwa = false;
+            let zslba = st.zbd.reset_done(zi);
             st.resets += 1;
-            st.read_zones.retain(|&i| i != zi);
             // what the zone held is gone: nothing to verify
             let from = zslba * self.lba;
-            forget_range(&mut st.written, from, from + self.geo.zone_bytes);
+            st.verify.forget(from, from + self.geo.zone_bytes);
         }
     }
 
@@ -1289,7 +1265,7 @@ impl JobRun {
         let mut l = if self.spec.job_max_open_zones > 0 {
             self.spec.job_max_open_zones
         } else {
-            self.zbd.limit.get()
+            self.slots.limit.get()
         };
         if self.spec.zrwa {
             // every open zone holds one of the device's ZRWA resources
@@ -1302,14 +1278,14 @@ impl JobRun {
 
     /// Takes one of the device's open-zone slots, waiting for one to free.
     async fn acquire_slot(&self) {
-        while self.zbd.open.get() >= self.zbd.limit.get() && !self.abort.get() {
+        while self.slots.open.get() >= self.slots.limit.get() && !self.abort.get() {
             self.wait_change().await;
         }
-        self.zbd.open.set(self.zbd.open.get() + 1);
+        self.slots.open.set(self.slots.open.get() + 1);
     }
 
     fn release_slot(&self) {
-        self.zbd.open.set(self.zbd.open.get().saturating_sub(1));
+        self.slots.open.set(self.slots.open.get().saturating_sub(1));
         self.shared.changed.notify_waiters();
     }
 
@@ -1331,11 +1307,12 @@ impl JobRun {
         loop {
             let step = self.next_step();
             let (submit, slat) = match &step {
-                Step::Read(..) => self.host_submit(false, usize::MAX).await,
-                Step::Trim(..) | Step::TrimWrite(..) | Step::TrimZone(_) | Step::Append(..) => {
-                    self.host_submit(true, usize::MAX).await
-                }
-                Step::Write(_, _, zi) => self.host_submit(true, *zi).await,
+                Step::Read { .. } => self.host_submit(false, None).await,
+                Step::Trim { .. }
+                | Step::TrimWrite { .. }
+                | Step::TrimZone { .. }
+                | Step::Append { .. } => self.host_submit(true, None).await,
+                Step::Write { zone, .. } => self.host_submit(true, *zone).await,
                 _ => (self.handle.now_ns(), 0),
             };
             match step {
@@ -1344,11 +1321,11 @@ impl JobRun {
                     self.wait_change().await;
                     continue;
                 }
-                Step::SleepUntil(t) => {
-                    self.handle.sleep_until(t).await;
+                Step::SleepUntil { at_ns } => {
+                    self.handle.sleep_until(at_ns).await;
                     continue;
                 }
-                Step::Read(slba, n) => {
+                Step::Read { slba, bytes: n } => {
                     let r = self.target.read(slba, &mut buf[..n as usize]).await;
                     self.host_complete().await;
                     let ok = r.is_ok();
@@ -1356,17 +1333,17 @@ impl JobRun {
                     if let (true, Some(kind)) = (ok, self.spec.verify) {
                         self.check_verified(&buf[..n as usize], kind, slba * self.lba);
                         // a bad block ends the job, as in fio
-                        if self.st.borrow().verify_error.is_some() {
+                        if self.st.borrow().verify.failed() {
                             return Ok(());
                         }
                     }
                 }
-                Step::Trim(slba, n) => {
+                Step::Trim { slba, bytes: n } => {
                     let r = self.target.discard(slba, n / self.lba).await;
                     self.host_complete().await;
                     self.record(Ddir::Trim, n, slba, submit, slat, r);
                 }
-                Step::TrimWrite(slba, n) => {
+                Step::TrimWrite { slba, bytes: n } => {
                     let r = self.target.discard(slba, n / self.lba).await;
                     self.host_complete().await;
                     let ok = r.is_ok();
@@ -1383,8 +1360,8 @@ impl JobRun {
                         }
                     }
                 }
-                Step::TrimZone(zi) => {
-                    let zslba = self.st.borrow().zones[zi].start_lba;
+                Step::TrimZone { zone: zi } => {
+                    let zslba = self.st.borrow().zbd.zones[zi].start_lba;
                     let dev = self.target.zoned().expect("zbd trims run on zoned targets");
                     let r = dev.zone_send(send(ZoneAction::Reset, zslba)).await;
                     self.host_complete().await;
@@ -1398,14 +1375,20 @@ impl JobRun {
                     self.shared.changed.notify_waiters();
                     continue;
                 }
-                Step::Write(slba, n, zi) => {
+                Step::Write {
+                    slba,
+                    bytes: n,
+                    zone,
+                } => {
                     self.fill_verified(&mut buf[..n as usize], Some(slba * self.lba));
                     let r = self.target.write(slba, &buf[..n as usize]).await;
-                    if let Some(z) = self.st.borrow_mut().zones.get_mut(zi) {
-                        // a completion after the request queued dispatches it
-                        let now = self.handle.now_ns();
-                        if z.sched_queued_at.is_some_and(|t| now > t) {
-                            z.sched_queued_at = None;
+                    if let Some(zi) = zone {
+                        if let Some(z) = self.st.borrow_mut().zbd.zones.get_mut(zi) {
+                            // a completion after the request queued dispatches it
+                            let now = self.handle.now_ns();
+                            if z.sched_queued_at.is_some_and(|t| now > t) {
+                                z.sched_queued_at = None;
+                            }
                         }
                     }
                     self.host_complete().await;
@@ -1414,11 +1397,15 @@ impl JobRun {
                     if ok {
                         self.remember_written(slba * self.lba, n);
                     }
-                    if ok && zi != usize::MAX {
+                    if let (true, Some(zi)) = (ok, zone) {
                         self.zone_write_done(zi, n / self.lba).await?;
                     }
                 }
-                Step::Append(zslba, n, zi) => {
+                Step::Append {
+                    zslba,
+                    bytes: n,
+                    zone: zi,
+                } => {
                     let dev = self.target.zoned().expect("zoned target");
                     self.fill_verified(&mut buf[..n as usize], None);
                     let r = dev
@@ -1435,15 +1422,15 @@ impl JobRun {
                         self.zone_write_done(zi, n / self.lba).await?;
                     }
                 }
-                Step::Mgmt(cmd, key, zi) => {
+                Step::Mgmt { cmd, key, zone: zi } => {
                     let r = self.timed_mgmt(cmd, key).await;
-                    self.st.borrow_mut().zones[zi].busy = false;
+                    self.st.borrow_mut().zbd.zones[zi].busy = false;
                     self.shared.changed.notify_waiters();
                     r?;
                     continue;
                 }
-                Step::Reset(zi) => {
-                    let zslba = self.st.borrow().zones[zi].start_lba;
+                Step::Reset { zone: zi } => {
+                    let zslba = self.st.borrow().zbd.zones[zi].start_lba;
                     let r = self
                         .timed_mgmt(send(ZoneAction::Reset, zslba), "reset")
                         .await;
@@ -1465,7 +1452,7 @@ impl JobRun {
     /// must be on a CPU, and libaio's io_submit takes its time on the job's
     /// thread, one call after another. Returns when the I/O started (fio's
     /// start of lat) and its slat.
-    async fn host_submit(&self, write: bool, zi: usize) -> (u64, u64) {
+    async fn host_submit(&self, write: bool, zone: Option<usize>) -> (u64, u64) {
         let mut now = self.handle.now_ns();
         if let Some(cpu) = self.cpu.get() {
             let on = cpu.next_on(now);
@@ -1479,7 +1466,7 @@ impl JobRun {
         };
         let (before_ns, slat_ns) = {
             let mut st = self.st.borrow_mut();
-            match st.zones.get_mut(zi) {
+            match zone.and_then(|zi| st.zbd.zones.get_mut(zi)) {
                 Some(z) => {
                     let r = slat.of(write, z.inflight, z.sched_queued_at.is_some());
                     if slat.queues(write, z.inflight) && z.sched_queued_at.is_none() {
@@ -1573,11 +1560,11 @@ impl JobRun {
             }
             SyncState::Due | SyncState::Running => return Step::WaitChange,
         }
-        if self.spec.number_ios > 0 && st.issued_ios >= self.spec.number_ios {
+        if self.spec.number_ios > 0 && st.issued.ios >= self.spec.number_ios {
             return Step::Done;
         }
         // number_ios, when set, replaces the size as the stop condition
-        if !self.spec.time_based && self.spec.number_ios == 0 && st.issued_bytes >= st.limit_bytes {
+        if !self.spec.time_based && self.spec.number_ios == 0 && st.issued.bytes >= st.limit_bytes {
             return Step::Done;
         }
         // flow control: stall while this job is ahead of its weight share
@@ -1604,7 +1591,10 @@ impl JobRun {
                 }
             }
         };
-        if dir == Ddir::Read && self.zbd() && st.read_zones.is_empty() && self.spec.rw.has_writes()
+        if dir == Ddir::Read
+            && self.zbd()
+            && st.zbd.read_zones.is_empty()
+            && self.spec.rw.has_writes()
         {
             // nothing below a write pointer yet: write first
             dir = Ddir::Write;
@@ -1614,11 +1604,7 @@ impl JobRun {
         // rate limits: the next I/O of a direction may not start before
         // start + issued / rate
         let started = self.started_ns.get();
-        let (dir_bytes, dir_ios) = if is_read {
-            (st.issued_read_bytes, st.issued_read_ios)
-        } else {
-            (st.issued_write_bytes, st.issued_write_ios)
-        };
+        let (dir_bytes, dir_ios) = st.issued.of_dir(is_read);
         let mut not_before = 0u64;
         let pick = |r: &crate::job::RateSpec| if is_read { r.read } else { r.write };
         if let Some(rate) = self.spec.rate.as_ref().and_then(pick).filter(|&r| r > 0) {
@@ -1636,7 +1622,9 @@ impl JobRun {
                 not_before.max(started + (dir_ios as u128 * 1_000_000_000 / rate as u128) as u64);
         }
         if not_before > now {
-            return Step::SleepUntil(not_before.min(self.deadline.get()));
+            return Step::SleepUntil {
+                at_ns: not_before.min(self.deadline.get()),
+            };
         }
         let bs = {
             let rng = &mut st.rng;
@@ -1648,7 +1636,7 @@ impl JobRun {
         let step = if self.zbd() && dir == Ddir::Trim {
             // fio's zbd mode on a zoned device: a trim resets a whole zone,
             // the zones of the range in order (randtrim: at random)
-            let nz = st.zones.len();
+            let nz = st.zbd.zones.len();
             if nz == 0 {
                 return Step::Done;
             }
@@ -1659,11 +1647,11 @@ impl JobRun {
                 st.seq_pos += self.geo.zone_bytes;
                 zi
             };
-            if st.zones[zi].busy || st.zones[zi].inflight > 0 {
+            if st.zbd.zones[zi].busy || st.zbd.zones[zi].inflight > 0 {
                 return Step::WaitChange;
             }
-            st.zones[zi].busy = true;
-            Step::TrimZone(zi)
+            st.zbd.zones[zi].busy = true;
+            Step::TrimZone { zone: zi }
         } else if self.zbd() {
             if is_read {
                 self.zbd_read(&mut st, bs)
@@ -1694,19 +1682,23 @@ impl JobRun {
             };
             let slba = (self.start + off) / self.lba;
             match dir {
-                Ddir::Read => Step::Read(slba, bs),
-                Ddir::Write if self.spec.rw == Rw::TrimWrite => Step::TrimWrite(slba, bs),
-                Ddir::Write => Step::Write(slba, bs, usize::MAX),
-                Ddir::Trim => Step::Trim(slba, bs),
+                Ddir::Read => Step::Read { slba, bytes: bs },
+                Ddir::Write if self.spec.rw == Rw::TrimWrite => Step::TrimWrite { slba, bytes: bs },
+                Ddir::Write => Step::Write {
+                    slba,
+                    bytes: bs,
+                    zone: None,
+                },
+                Ddir::Trim => Step::Trim { slba, bytes: bs },
             }
         };
         let bytes = match step {
-            Step::Read(_, n)
-            | Step::Write(_, n, _)
-            | Step::Append(_, n, _)
-            | Step::Trim(_, n)
-            | Step::TrimWrite(_, n) => n,
-            Step::TrimZone(_) => self.geo.zone_bytes,
+            Step::Read { bytes, .. }
+            | Step::Write { bytes, .. }
+            | Step::Append { bytes, .. }
+            | Step::Trim { bytes, .. }
+            | Step::TrimWrite { bytes, .. } => bytes,
+            Step::TrimZone { .. } => self.geo.zone_bytes,
             _ => return step,
         };
         st.inflight += 1;
@@ -1717,19 +1709,7 @@ impl JobRun {
                 st.sync = SyncState::Due;
             }
         }
-        st.issued_bytes += bytes;
-        st.issued_ios += 1;
-        match dir {
-            Ddir::Read => {
-                st.issued_read_bytes += bytes;
-                st.issued_read_ios += 1;
-            }
-            Ddir::Write => {
-                st.issued_write_bytes += bytes;
-                st.issued_write_ios += 1;
-            }
-            Ddir::Trim => {}
-        }
+        st.issued.add(dir, bytes);
         if self.spec.flow != 0 {
             st.flow_count += 1;
             let flow = self.shared.flow(self.spec.flow_id);

@@ -3,7 +3,12 @@
 //! the namespace's kind (the message names the option), its byte range,
 //! and concurrent zone writers' ranges kept apart.
 
-use super::*;
+use std::rc::Rc;
+
+use zns_target::{Geometry, Target};
+
+use super::{JobRun, RunError};
+use crate::job::{JobSpec, Rw, ZoneMode};
 
 /// Concurrent jobs that change zones (zbd writes, zone ops) must own
 /// disjoint zone ranges: each keeps its own view of its zones' write

@@ -2,7 +2,66 @@
 //! until overwritten or reset, checked when read, and the do_verify pass
 //! that reads them back (the block format is `crate::verify`'s).
 
-use super::*;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, VecDeque};
+use std::rc::Rc;
+
+use zns_sim::join::try_join_tasks;
+
+use super::validate::max_block_bytes;
+use super::{JobRun, RunError};
+use crate::job::Ddir;
+use crate::verify::{check_block, fill_block, VerifyError, VerifyKind, OFFSET_ASSIGNED_BY_DEVICE};
+
+/// verify= state of a job: the blocks it wrote (to read back), the payload
+/// seeds it handed out, and the blocks that failed their check.
+#[derive(Debug, Default)]
+pub(super) struct VerifyState {
+    /// The blocks written so far, by byte offset: their bytes (a block
+    /// says what it holds; the do_verify pass reads them back).
+    written: BTreeMap<u64, u64>,
+    /// Seeds handed out (each block's payload seed follows).
+    seq: u64,
+    /// Blocks that failed their check, and the first failure.
+    failures: u64,
+    error: Option<VerifyError>,
+}
+
+impl VerifyState {
+    /// A block failed its check.
+    fn fail(&mut self, e: VerifyError) {
+        self.failures += 1;
+        self.error.get_or_insert(e);
+    }
+
+    /// Some block failed its check.
+    pub(super) fn failed(&self) -> bool {
+        self.error.is_some()
+    }
+
+    /// The failed blocks' count and the first failure, if any (taken).
+    pub(super) fn take_failure(&mut self) -> Option<(u64, VerifyError)> {
+        self.error.take().map(|first| (self.failures, first))
+    }
+
+    /// The payload seed of the next block written.
+    fn next_seed(&mut self) -> u64 {
+        self.seq += 1;
+        self.seq
+    }
+
+    /// The blocks that overlap `from..to` (bytes) are gone.
+    pub(super) fn forget(&mut self, from: u64, to: u64) {
+        forget_range(&mut self.written, from, to);
+    }
+
+    /// A block of `bytes` was written at `off` (bytes); earlier blocks it
+    /// overlaps are gone.
+    fn remember(&mut self, off: u64, bytes: u64) {
+        forget_range(&mut self.written, off, off + bytes);
+        self.written.insert(off, bytes);
+    }
+}
 
 impl JobRun {
     /// verify= with do_verify: once the writes are done, read back every
@@ -12,12 +71,12 @@ impl JobRun {
         let Some(kind) = self.spec.verify else {
             return Ok(());
         };
-        let failed = self.st.borrow().verify_error.is_some();
+        let failed = self.st.borrow().verify.failed();
         if !self.spec.do_verify || self.abort.get() || failed {
             return Ok(());
         }
-        let queue: Rc<RefCell<std::collections::VecDeque<(u64, u64)>>> = Rc::new(RefCell::new(
-            std::mem::take(&mut self.st.borrow_mut().written)
+        let queue: Rc<RefCell<VecDeque<(u64, u64)>>> = Rc::new(RefCell::new(
+            std::mem::take(&mut self.st.borrow_mut().verify.written)
                 .into_iter()
                 .collect(),
         ));
@@ -28,7 +87,7 @@ impl JobRun {
             handles.push(self.handle.spawn(async move {
                 let mut buf = vec![0u8; max_block_bytes(&me.spec) as usize];
                 loop {
-                    if me.st.borrow().verify_error.is_some() {
+                    if me.st.borrow().verify.failed() {
                         return Ok(());
                     }
                     let Some((off, bytes)) = queue.borrow_mut().pop_front() else {
@@ -48,16 +107,14 @@ impl JobRun {
                 }
             }));
         }
-        zns_sim::join::try_join_tasks(handles).await
+        try_join_tasks(handles).await
     }
 
     /// Checks a block read at `off` (bytes); a bad one is counted and the
     /// first kept for the report.
-    pub(super) fn check_verified(&self, block: &[u8], kind: crate::verify::VerifyKind, off: u64) {
-        if let Err(e) = crate::verify::check_block(block, kind, off) {
-            let mut st = self.st.borrow_mut();
-            st.verify_failures += 1;
-            st.verify_error.get_or_insert(e);
+    pub(super) fn check_verified(&self, block: &[u8], kind: VerifyKind, off: u64) {
+        if let Err(e) = check_block(block, kind, off) {
+            self.st.borrow_mut().verify.fail(e);
         }
     }
 
@@ -68,13 +125,9 @@ impl JobRun {
         let Some(kind) = self.spec.verify else {
             return;
         };
-        let seed = {
-            let mut st = self.st.borrow_mut();
-            st.verify_seq += 1;
-            st.verify_seq
-        };
-        let off = off.unwrap_or(crate::verify::OFFSET_ASSIGNED_BY_DEVICE);
-        crate::verify::fill_block(block, kind, off, seed);
+        let seed = self.st.borrow_mut().verify.next_seed();
+        let off = off.unwrap_or(OFFSET_ASSIGNED_BY_DEVICE);
+        fill_block(block, kind, off, seed);
     }
 
     /// verify= with do_verify: a block written at `off` (bytes); earlier
@@ -83,15 +136,13 @@ impl JobRun {
         if self.spec.verify.is_none() || !self.spec.do_verify {
             return;
         }
-        let mut st = self.st.borrow_mut();
-        forget_range(&mut st.written, off, off + bytes);
-        st.written.insert(off, bytes);
+        self.st.borrow_mut().verify.remember(off, bytes);
     }
 }
 
 /// Drops the blocks of `written` (offset → bytes) that overlap `from..to`
 /// (bytes).
-pub(super) fn forget_range(written: &mut BTreeMap<u64, u64>, from: u64, to: u64) {
+fn forget_range(written: &mut BTreeMap<u64, u64>, from: u64, to: u64) {
     // a block starting before `from` may reach into the range
     let before = written
         .range(..from)

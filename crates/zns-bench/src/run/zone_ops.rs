@@ -1,7 +1,12 @@
 //! Timed zone-management jobs (`zone_op=`): one command per zone of the
 //! job's range, filled to `zone_fill` first, and their statistics.
 
-use super::*;
+use std::rc::Rc;
+
+use zns_core::{ReportFilter, ZoneAction, ZoneDescriptor, ZoneSendCmd, ZoneState};
+
+use super::{op_key, send, JobRun, OpZone, RunError};
+use crate::job::ZoneOp;
 
 impl JobRun {
     pub(super) async fn zone_op_worker(self: Rc<Self>) -> Result<(), RunError> {
@@ -20,7 +25,7 @@ impl JobRun {
                     continue;
                 }
             };
-            let zslba = self.st.borrow().zones[zi].start_lba;
+            let zslba = self.st.borrow().zbd.zones[zi].start_lba;
             if needs_slot {
                 self.acquire_slot().await;
                 if self.abort.get() {
@@ -29,7 +34,7 @@ impl JobRun {
                 }
             }
             let r = self.one_zone_op(op, zslba, fill).await;
-            self.st.borrow_mut().zones[zi].busy = false;
+            self.st.borrow_mut().zbd.zones[zi].busy = false;
             if needs_slot {
                 self.release_slot();
             }
@@ -45,23 +50,23 @@ impl JobRun {
         if self.abort.get()
             || st.error.is_some()
             || self.handle.now_ns() >= self.deadline.get()
-            || (limit_ios > 0 && st.issued_ios >= limit_ios)
+            || (limit_ios > 0 && st.issued.ios >= limit_ios)
         {
             return OpZone::Done;
         }
-        if st.zone_op_next >= st.zones.len() {
-            if !self.spec.time_based || st.zones.is_empty() {
+        if st.zbd.zone_op_next >= st.zbd.zones.len() {
+            if !self.spec.time_based || st.zbd.zones.is_empty() {
                 return OpZone::Done;
             }
-            st.zone_op_next = 0;
+            st.zbd.zone_op_next = 0;
         }
-        let zi = st.zone_op_next;
-        if st.zones[zi].busy {
+        let zi = st.zbd.zone_op_next;
+        if st.zbd.zones[zi].busy {
             return OpZone::Busy;
         }
-        st.zones[zi].busy = true;
-        st.zone_op_next += 1;
-        st.issued_ios += 1;
+        st.zbd.zones[zi].busy = true;
+        st.zbd.zone_op_next += 1;
+        st.issued.ios += 1;
         OpZone::Zone(zi)
     }
 
@@ -77,7 +82,7 @@ impl JobRun {
             // as the characterisation benchmarks do: open the zone
             // explicitly, write it to the occupancy, then time the command
             let mut zone = self.report_one(zslba).await?;
-            if zone.state == zns_core::ZoneState::Empty {
+            if zone.state == ZoneState::Empty {
                 self.timed_mgmt(send(ZoneAction::Open { zrwa: false }, zslba), "open")
                     .await?;
                 zone = self.report_one(zslba).await?;
@@ -107,10 +112,7 @@ impl JobRun {
         Ok(())
     }
 
-    pub(super) async fn report_one(
-        &self,
-        zslba: u64,
-    ) -> Result<zns_core::ZoneDescriptor, RunError> {
+    pub(super) async fn report_one(&self, zslba: u64) -> Result<ZoneDescriptor, RunError> {
         let dev = self.target.zoned().expect("zoned target");
         dev.report_zones(zslba, ReportFilter::All, 1)
             .await

@@ -1,7 +1,12 @@
 //! Checks of a cache's state against its own bookkeeping (`audit`) and of
 //! every cached chunk's data (`verify_all`), and the cached keys.
 
-use super::*;
+use std::collections::HashSet;
+use std::rc::Rc;
+
+use super::evict::ZoneState;
+use super::{Cache, Policy, SpaceMode};
+use crate::error::CacheError;
 
 impl Cache {
     /// Checks the cache's invariants; returns what is wrong. Used by tests
@@ -13,7 +18,7 @@ impl Cache {
         let cpz = self.geo.chunks_per_zone;
         let mut valid_per_zone = vec![0u32; self.geo.zones as usize];
         let mut seen = 0u64;
-        for (g, k) in st.slot_key.iter().enumerate() {
+        for (g, k) in st.space.slot_key.iter().enumerate() {
             if let Some(k) = k {
                 seen += 1;
                 valid_per_zone[g / cpz as usize] += 1;
@@ -25,28 +30,28 @@ impl Cache {
                 }
             }
         }
-        if seen != st.map.len() as u64 || seen != st.valid {
+        if seen != st.map.len() as u64 || seen != st.space.valid {
             return Err(format!(
                 "{seen} slots hold keys, the map has {} keys, the valid count is {}",
                 st.map.len(),
-                st.valid
+                st.space.valid
             ));
         }
-        if st.valid > self.geo.total_chunks {
+        if st.space.valid > self.geo.total_chunks {
             return Err(format!(
                 "{} valid chunks exceed the {} slots",
-                st.valid, self.geo.total_chunks
+                st.space.valid, self.geo.total_chunks
             ));
         }
         let c = &st.counters;
         let inserted = c.insert_bytes / self.geo.chunk_bytes;
-        if inserted != st.valid + c.evicted_chunks {
+        if inserted != st.space.valid + c.evicted_chunks {
             return Err(format!(
                 "{inserted} chunks inserted, {} evicted, but {} valid: keys were lost or duplicated",
-                c.evicted_chunks, st.valid
+                c.evicted_chunks, st.space.valid
             ));
         }
-        for (z, zone) in st.zones.iter().enumerate() {
+        for (z, zone) in st.space.zones.iter().enumerate() {
             if zone.valid != valid_per_zone[z] {
                 return Err(format!(
                     "zone {z}: valid count {} but {} slots hold keys",
@@ -67,35 +72,37 @@ impl Cache {
         }
         match self.cfg.policy {
             Policy::Clru => {
-                if st.chunk_lru.len() as u64 != st.valid {
+                if st.chunk_lru.len() as u64 != st.space.valid {
                     return Err(format!(
                         "the chunk LRU holds {} entries for {} valid chunks",
                         st.chunk_lru.len(),
-                        st.valid
+                        st.space.valid
                     ));
                 }
                 for g in st.chunk_lru.order() {
-                    if st.slot_key[g as usize].is_none() {
+                    if st.space.slot_key[g as usize].is_none() {
                         return Err(format!("the chunk LRU holds invalid slot {g}"));
                     }
                 }
                 if self.geo.mode == SpaceMode::Slots {
-                    let free = st.free_slots.len() as u64 + st.deferred_free.len() as u64;
-                    let writing: u64 = st.zones.iter().map(|z| u64::from(z.writing)).sum();
-                    if free + writing + st.valid != self.geo.total_chunks {
+                    let free =
+                        st.space.free_slots.len() as u64 + st.space.deferred_free.len() as u64;
+                    let writing: u64 = st.space.writing();
+                    if free + writing + st.space.valid != self.geo.total_chunks {
                         return Err(format!(
                             "slots: {free} free + {writing} writing + {} valid ≠ {}",
-                            st.valid, self.geo.total_chunks
+                            st.space.valid, self.geo.total_chunks
                         ));
                     }
-                    let distinct: HashSet<u32> = st.free_slots.iter().copied().collect();
-                    if distinct.len() != st.free_slots.len() {
+                    let distinct: HashSet<u32> = st.space.free_slots.iter().copied().collect();
+                    if distinct.len() != st.space.free_slots.len() {
                         return Err("a slot is twice in the free list".into());
                     }
                     if st
+                        .space
                         .free_slots
                         .iter()
-                        .any(|g| st.slot_key[*g as usize].is_some())
+                        .any(|g| st.space.slot_key[*g as usize].is_some())
                     {
                         return Err("a free slot holds a key".into());
                     }
@@ -103,6 +110,7 @@ impl Cache {
             }
             Policy::Zplru => {
                 let full: Vec<u32> = st
+                    .space
                     .zones
                     .iter()
                     .enumerate()

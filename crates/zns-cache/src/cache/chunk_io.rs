@@ -2,7 +2,11 @@
 //! commands of the device's transfer size, all in flight, the reusable
 //! chunk buffers, and the copy GC makes.
 
-use super::*;
+use zns_core::{CmdFuture, NvmeError};
+use zns_sim::join::try_join_all;
+
+use super::{expected_byte, fill_chunk_bytes, Cache, IO_READ, IO_WRITE};
+use crate::error::CacheError;
 
 impl Cache {
     pub(super) fn take_buffer(&self) -> Vec<u8> {

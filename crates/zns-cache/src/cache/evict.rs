@@ -2,7 +2,111 @@
 //! reclaim and CLRU's chunk eviction with host GC (the log zone's
 //! collection, the GC slot).
 
-use super::*;
+use std::collections::{HashSet, VecDeque};
+use std::future::{poll_fn, Future};
+use std::hash::BuildHasherDefault;
+use std::pin::pin;
+use std::rc::Rc;
+use std::task::Poll;
+
+use super::{Cache, Geometry, Policy, SpaceMode, State};
+use crate::error::CacheError;
+use crate::keymap::{IdHasher, IdMap};
+
+/// Where a zone (or a slot-mode region) is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ZoneState {
+    Free,
+    /// Partly written, no writer inside.
+    Active,
+    /// A writer (insert or GC) is inside.
+    Writing,
+    Full,
+    /// Being evicted or collected.
+    Reclaiming,
+}
+
+/// One zone (or slot-mode region) of the cache.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Zone {
+    pub(super) state: ZoneState,
+    /// Next slot to write (log mode).
+    pub(super) next_slot: u32,
+    /// Chunks in it that are mapped.
+    pub(super) valid: u32,
+    /// Slot-mode chunks being written into this region.
+    pub(super) writing: u32,
+    /// Gets reading a chunk of it now.
+    pub(super) readers: u32,
+}
+
+/// The cache's space: its zones and chunk slots (global slot `g` is slot
+/// `g % chunks_per_zone` of zone `g / chunks_per_zone`), what each holds,
+/// and the free lists writers take space from. Eviction gives space back.
+pub(super) struct Space {
+    /// The key each slot holds.
+    pub(super) slot_key: Vec<Option<u32>>,
+    pub(super) zones: Vec<Zone>,
+    /// Log mode: free zones, in the order they were freed.
+    pub(super) free: VecDeque<u32>,
+    /// Log mode: active zones no writer is in.
+    pub(super) idle_active: VecDeque<u32>,
+    /// Log mode: zones opened for inserts and not full yet.
+    pub(super) insert_active: u32,
+    /// Log mode: the zone host GC copies into.
+    pub(super) gc_zone: Option<u32>,
+    /// Slot mode: slots free to write, FIFO.
+    pub(super) free_slots: VecDeque<u32>,
+    /// Slot mode: gets reading each slot now.
+    pub(super) slot_readers: IdMap<u32>,
+    /// Slot mode: evicted slots that become free when their readers leave.
+    pub(super) deferred_free: HashSet<u32, BuildHasherDefault<IdHasher>>,
+    /// Mapped chunks.
+    pub(super) valid: u64,
+}
+
+impl Space {
+    /// A fresh cache's space: every zone free (log mode) or every slot free
+    /// (slot mode).
+    pub(super) fn new(geo: &Geometry) -> Space {
+        let total = geo.total_chunks as usize;
+        Space {
+            slot_key: vec![None; total],
+            zones: vec![
+                Zone {
+                    state: ZoneState::Free,
+                    next_slot: 0,
+                    valid: 0,
+                    writing: 0,
+                    readers: 0,
+                };
+                geo.zones as usize
+            ],
+            free: (0..geo.zones).collect(),
+            idle_active: VecDeque::new(),
+            insert_active: 0,
+            gc_zone: None,
+            free_slots: if geo.mode == SpaceMode::Slots {
+                (0..total as u32).collect()
+            } else {
+                VecDeque::new()
+            },
+            slot_readers: IdMap::default(),
+            deferred_free: HashSet::default(),
+            valid: 0,
+        }
+    }
+
+    /// Zones (regions) in state `state`.
+    pub(super) fn count(&self, state: ZoneState) -> usize {
+        self.zones.iter().filter(|z| z.state == state).count()
+    }
+
+    /// Slot-mode chunks being written now.
+    pub(super) fn writing(&self) -> u64 {
+        self.zones.iter().map(|z| u64::from(z.writing)).sum()
+    }
+}
 
 impl Cache {
     pub(super) async fn eviction_task(self: Rc<Self>) {
@@ -18,7 +122,7 @@ impl Cache {
                 match self.evict_round(false).await {
                     Err(e) => {
                         self.st.borrow_mut().failure = Some(e.to_string());
-                        self.space.notify_waiters();
+                        self.space_changed.notify_waiters();
                         return;
                     }
                     Ok(true) => continue,
@@ -68,13 +172,13 @@ impl Cache {
             // after a round that freed nothing while writes are in flight
             // would only make them wake the evictor again, at the same instant.
             let writing: u64 = match self.geo.mode {
-                SpaceMode::Slots => st.zones.iter().map(|z| u64::from(z.writing)).sum(),
-                SpaceMode::Log => u64::from(st.insert_active),
+                SpaceMode::Slots => st.space.writing(),
+                SpaceMode::Log => u64::from(st.space.insert_active),
             };
             !matches!(r, Ok(false)) || writing == 0
         };
         if wake {
-            self.space.notify_waiters();
+            self.space_changed.notify_waiters();
         }
         r
     }
@@ -89,14 +193,14 @@ impl Cache {
         let mut progress = false;
         {
             let st = self.st.borrow();
-            if !foreground && st.free.len() as u32 > self.cfg.zone_high {
+            if !foreground && st.space.free.len() as u32 > self.cfg.zone_high {
                 return Ok(false);
             }
         }
         loop {
             let victim = {
                 let mut st = self.st.borrow_mut();
-                if st.free.len() as u32 >= self.cfg.zone_low {
+                if st.space.free.len() as u32 >= self.cfg.zone_low {
                     None
                 } else {
                     st.zone_lru.pop_front()
@@ -114,17 +218,17 @@ impl Cache {
         {
             let mut st = self.st.borrow_mut();
             self.mark_first_eviction(&mut st);
-            st.zones[z as usize].state = ZoneState::Reclaiming;
+            st.space.zones[z as usize].state = ZoneState::Reclaiming;
             let cpz = self.geo.chunks_per_zone;
             for g in z * cpz..(z + 1) * cpz {
-                if let Some(k) = st.slot_key[g as usize].take() {
+                if let Some(k) = st.space.slot_key[g as usize].take() {
                     st.map.remove(&k);
                     st.chunk_lru.remove(g);
-                    st.valid -= 1;
+                    st.space.valid -= 1;
                     st.counters.evicted_chunks += 1;
                 }
             }
-            st.zones[z as usize].valid = 0;
+            st.space.zones[z as usize].valid = 0;
         }
         self.free_zone(z).await
     }
@@ -139,19 +243,19 @@ impl Cache {
             .await
             .map_err(CacheError::io("zone reset"))?;
         let mut st = self.st.borrow_mut();
-        let zone = &mut st.zones[z as usize];
+        let zone = &mut st.space.zones[z as usize];
         zone.state = ZoneState::Free;
         zone.next_slot = 0;
-        st.free.push_back(z);
+        st.space.free.push_back(z);
         st.counters.zone_resets += 1;
         drop(st);
-        self.space.notify_waiters();
+        self.space_changed.notify_waiters();
         Ok(())
     }
 
     pub(super) async fn wait_readers(&self, z: u32) {
         loop {
-            if self.st.borrow().zones[z as usize].readers == 0 {
+            if self.st.borrow().space.zones[z as usize].readers == 0 {
                 return;
             }
             self.drained.notified().await;
@@ -161,18 +265,18 @@ impl Cache {
     /// CLRU: invalidates global slot `g` (drops its key). Slot mode returns
     /// the slot to the free list (or defers that until its readers leave).
     pub(super) fn invalidate(&self, st: &mut State, g: u32) -> Option<u32> {
-        let k = st.slot_key[g as usize].take()?;
+        let k = st.space.slot_key[g as usize].take()?;
         st.map.remove(&k);
         st.chunk_lru.remove(g);
-        st.zones[(g / self.geo.chunks_per_zone) as usize].valid -= 1;
-        st.valid -= 1;
+        st.space.zones[(g / self.geo.chunks_per_zone) as usize].valid -= 1;
+        st.space.valid -= 1;
         st.counters.evicted_chunks += 1;
         self.mark_first_eviction(st);
         if self.geo.mode == SpaceMode::Slots {
-            if st.slot_readers.contains_key(&g) {
-                st.deferred_free.insert(g);
+            if st.space.slot_readers.contains_key(&g) {
+                st.space.deferred_free.insert(g);
             } else {
-                st.free_slots.push_back(g);
+                st.space.free_slots.push_back(g);
             }
         }
         Some(k)
@@ -185,7 +289,7 @@ impl Cache {
         let mut progress = false;
         let trigger = {
             let st = self.st.borrow();
-            foreground || st.free_slots.len() as u64 <= self.geo.chunk_high
+            foreground || st.space.free_slots.len() as u64 <= self.geo.chunk_high
         };
         if !trigger {
             return Ok(false);
@@ -193,7 +297,9 @@ impl Cache {
         loop {
             let freed = {
                 let mut st = self.st.borrow_mut();
-                if (st.free_slots.len() + st.deferred_free.len()) as u64 >= self.geo.chunk_low {
+                if (st.space.free_slots.len() + st.space.deferred_free.len()) as u64
+                    >= self.geo.chunk_low
+                {
                     None
                 } else {
                     match st.chunk_lru.pop_front() {
@@ -210,7 +316,7 @@ impl Cache {
                 .map_err(CacheError::io("deallocate"))?;
         }
         if progress {
-            self.space.notify_waiters();
+            self.space_changed.notify_waiters();
         }
         Ok(progress)
     }
@@ -225,8 +331,8 @@ impl Cache {
         // are at the high one (or always, in the foreground).
         let evict_chunks = |st: &mut State, force: bool| {
             let mut evicted = false;
-            if force || self.geo.total_chunks - st.valid <= self.geo.chunk_high {
-                while self.geo.total_chunks - st.valid < self.geo.chunk_low {
+            if force || self.geo.total_chunks - st.space.valid <= self.geo.chunk_high {
+                while self.geo.total_chunks - st.space.valid < self.geo.chunk_low {
                     let Some(g) = st.chunk_lru.pop_front() else {
                         break;
                     };
@@ -239,7 +345,7 @@ impl Cache {
         progress |= evict_chunks(&mut self.st.borrow_mut(), foreground);
         let collect = {
             let st = self.st.borrow();
-            foreground || st.free.len() as u32 <= self.cfg.zone_high
+            foreground || st.space.free.len() as u32 <= self.cfg.zone_high
         };
         if !collect {
             return Ok(progress);
@@ -247,7 +353,7 @@ impl Cache {
         loop {
             let victim = {
                 let mut st = self.st.borrow_mut();
-                if st.free.len() as u32 >= self.cfg.zone_low {
+                if st.space.free.len() as u32 >= self.cfg.zone_low {
                     break;
                 }
                 // Collections use up free chunk slots (the GC zone fills):
@@ -255,6 +361,7 @@ impl Cache {
                 // nearly full zones to free a chunk or two each.
                 progress |= evict_chunks(&mut st, false);
                 let best = st
+                    .space
                     .zones
                     .iter()
                     .enumerate()
@@ -288,13 +395,13 @@ impl Cache {
     /// map, reset `v`.
     pub(super) async fn collect_zone(&self, v: u32) -> Result<(), CacheError> {
         let cpz = self.geo.chunks_per_zone;
-        self.st.borrow_mut().zones[v as usize].state = ZoneState::Reclaiming;
+        self.st.borrow_mut().space.zones[v as usize].state = ZoneState::Reclaiming;
         for g in v * cpz..(v + 1) * cpz {
             let key = {
                 let mut st = self.st.borrow_mut();
-                match st.slot_key[g as usize] {
+                match st.space.slot_key[g as usize] {
                     Some(k) => {
-                        st.zones[v as usize].readers += 1;
+                        st.space.zones[v as usize].readers += 1;
                         Some(k)
                     }
                     None => None,
@@ -305,7 +412,7 @@ impl Cache {
             let dst = match dst {
                 Ok(d) => d,
                 Err(e) => {
-                    self.st.borrow_mut().zones[v as usize].readers -= 1;
+                    self.st.borrow_mut().space.zones[v as usize].readers -= 1;
                     return Err(e);
                 }
             };
@@ -320,14 +427,17 @@ impl Cache {
                 other => other,
             };
             let mut st = self.st.borrow_mut();
-            st.zones[v as usize].readers -= 1;
-            st.zones[dz as usize].next_slot += 1;
-            if r.is_ok() && st.slot_key[g as usize] == Some(key) && st.map.get(&key) == Some(&g) {
-                st.slot_key[g as usize] = None;
-                st.slot_key[dst as usize] = Some(key);
+            st.space.zones[v as usize].readers -= 1;
+            st.space.zones[dz as usize].next_slot += 1;
+            if r.is_ok()
+                && st.space.slot_key[g as usize] == Some(key)
+                && st.map.get(&key) == Some(&g)
+            {
+                st.space.slot_key[g as usize] = None;
+                st.space.slot_key[dst as usize] = Some(key);
                 st.map.insert(key, dst);
-                st.zones[v as usize].valid -= 1;
-                st.zones[dz as usize].valid += 1;
+                st.space.zones[v as usize].valid -= 1;
+                st.space.zones[dz as usize].valid += 1;
                 st.chunk_lru.replace(g, dst);
                 st.counters.gc_relocations += 1;
                 st.counters.gc_relocated_bytes += self.geo.chunk_bytes;
@@ -340,11 +450,11 @@ impl Cache {
             let mut st = self.st.borrow_mut();
             // Anything left (nothing, unless a key changed under us) is dropped.
             for g in v * cpz..(v + 1) * cpz {
-                if st.slot_key[g as usize].is_some() {
+                if st.space.slot_key[g as usize].is_some() {
                     self.invalidate(&mut st, g);
                 }
             }
-            st.zones[v as usize].valid = 0;
+            st.space.zones[v as usize].valid = 0;
         }
         self.free_zone(v).await
     }
@@ -353,20 +463,20 @@ impl Cache {
     /// reserved zone included).
     pub(super) fn gc_slot(&self) -> Result<u32, CacheError> {
         let mut st = self.st.borrow_mut();
-        let z = match st.gc_zone {
+        let z = match st.space.gc_zone {
             Some(z) => z,
             None => {
-                let Some(z) = st.free.pop_front() else {
+                let Some(z) = st.space.free.pop_front() else {
                     return Err(CacheError::Internal(
                         "host GC found no free zone (the GC reserve was used by inserts)".into(),
                     ));
                 };
-                st.zones[z as usize].state = ZoneState::Writing;
-                st.gc_zone = Some(z);
+                st.space.zones[z as usize].state = ZoneState::Writing;
+                st.space.gc_zone = Some(z);
                 z
             }
         };
-        let s = st.zones[z as usize].next_slot;
+        let s = st.space.zones[z as usize].next_slot;
         Ok(z * self.geo.chunks_per_zone + s)
     }
 }

@@ -50,28 +50,22 @@
 //!
 //! # Files
 //! This module: the configuration, geometry, state and the get/insert path;
-//! `evict` the eviction task and both policies' eviction; `chunk_io` a
+//! `evict` the cache's space (`Space`: zones, slots, free lists), the
+//! eviction task and both policies' eviction; `chunk_io` a
 //! chunk's reads, writes and copies on the device; `audit` the consistency
 //! checks.
 
 use std::cell::{Cell, RefCell};
-use std::collections::{HashSet, VecDeque};
-use std::future::{poll_fn, Future};
-use std::hash::BuildHasherDefault;
-use std::pin::pin;
 use std::rc::Rc;
-use std::task::Poll;
 
 use serde::Serialize;
-use zns_core::{CmdFuture, NvmeError};
-use zns_sim::join::try_join_all;
 use zns_sim::sync::Notify;
 use zns_sim::{Handle, SimRng};
 use zns_target::check_whole_blocks;
 
 use crate::backend::{BackendKind, ChunkDevice, ZoneLayout};
 use crate::error::CacheError;
-use crate::keymap::{IdHasher, IdMap, KeyMap};
+use crate::keymap::{IdMap, KeyMap};
 use crate::lru::Lru;
 use crate::metrics::{Counters, Histogram};
 use crate::remote::RemoteFetch;
@@ -79,6 +73,8 @@ use crate::remote::RemoteFetch;
 mod audit;
 mod chunk_io;
 mod evict;
+
+use evict::{Space, ZoneState};
 
 /// Eviction policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -417,29 +413,6 @@ impl Geometry {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ZoneState {
-    Free,
-    /// Partly written, no writer inside.
-    Active,
-    /// A writer (insert or GC) is inside.
-    Writing,
-    Full,
-    /// Being evicted or collected.
-    Reclaiming,
-}
-
-#[derive(Debug, Clone, Copy)]
-struct Zone {
-    state: ZoneState,
-    /// Next slot to write (log mode).
-    next_slot: u32,
-    valid: u32,
-    /// Slot-mode chunks being written into this region.
-    writing: u32,
-    readers: u32,
-}
-
 /// The five latencies a run records.
 #[derive(Debug, Clone, Default)]
 pub struct Latencies {
@@ -453,20 +426,12 @@ pub struct Latencies {
 struct State {
     map: KeyMap,
     pending: IdMap<Rc<Notify>>,
-    slot_key: Vec<Option<u32>>,
-    zones: Vec<Zone>,
-    free: VecDeque<u32>,
-    idle_active: VecDeque<u32>,
+    /// The zones and chunk slots, who is in them and which are free.
+    space: Space,
     /// Writers waiting for a zone (log mode).
     zone_wait: ZoneWait,
-    insert_active: u32,
-    gc_zone: Option<u32>,
     zone_lru: Lru,
     chunk_lru: Lru,
-    free_slots: VecDeque<u32>,
-    slot_readers: IdMap<u32>,
-    deferred_free: HashSet<u32, BuildHasherDefault<IdHasher>>,
-    valid: u64,
     evicting: bool,
     counters: Counters,
     lat: Latencies,
@@ -580,7 +545,7 @@ pub struct Cache {
     remote: RemoteFetch,
     st: RefCell<State>,
     /// Space changed: a zone returned or freed, a slot freed, a round ended.
-    space: Notify,
+    space_changed: Notify,
     /// Wakes the eviction task.
     evict_wake: Notify,
     /// A reader left a zone or slot that is being reclaimed.
@@ -633,37 +598,15 @@ impl Cache {
         let st = State {
             map: KeyMap::default(),
             pending: IdMap::default(),
-            slot_key: vec![None; total],
-            zones: vec![
-                Zone {
-                    state: ZoneState::Free,
-                    next_slot: 0,
-                    valid: 0,
-                    writing: 0,
-                    readers: 0,
-                };
-                zones
-            ],
-            free: (0..geo.zones).collect(),
-            idle_active: VecDeque::new(),
+            space: Space::new(&geo),
             zone_wait: ZoneWait {
                 waiting: Vec::new(),
                 granted: Vec::new(),
                 next_ticket: 0,
                 rng: SimRng::from_seed_u64(handle.seed() ^ ZONE_HANDOFF_SEED_SALT),
             },
-            insert_active: 0,
-            gc_zone: None,
             zone_lru: Lru::new(if clru { 0 } else { zones }),
             chunk_lru: Lru::new(if clru { total } else { 0 }),
-            free_slots: if geo.mode == SpaceMode::Slots {
-                (0..total as u32).collect()
-            } else {
-                VecDeque::new()
-            },
-            slot_readers: IdMap::default(),
-            deferred_free: HashSet::default(),
-            valid: 0,
             evicting: false,
             counters: Counters::default(),
             lat: Latencies::default(),
@@ -683,7 +626,7 @@ impl Cache {
             cfg,
             remote,
             st: RefCell::new(st),
-            space: Notify::new(),
+            space_changed: Notify::new(),
             evict_wake: Notify::new(),
             drained: Notify::new(),
             buffers: RefCell::new(Vec::new()),
@@ -774,8 +717,9 @@ impl Cache {
     pub fn free_zones(&self) -> u32 {
         let st = self.st.borrow();
         match self.geo.mode {
-            SpaceMode::Log => st.free.len() as u32,
+            SpaceMode::Log => st.space.free.len() as u32,
             SpaceMode::Slots => st
+                .space
                 .zones
                 .iter()
                 .filter(|z| z.valid == 0 && z.writing == 0)
@@ -787,7 +731,7 @@ impl Cache {
     /// valid chunks, whether a round runs), for a stall report.
     pub fn describe_space(&self) -> String {
         let st = self.st.borrow();
-        let count = |s: ZoneState| st.zones.iter().filter(|z| z.state == s).count();
+        let count = |s: ZoneState| st.space.count(s);
         format!(
             "zones free {} / active {} / writing {} / full {} / reclaiming {}{}; open for inserts {}, idle {}, GC zone {}; free slots {}; valid chunks {} of {}; eviction round running: {}",
             count(ZoneState::Free),
@@ -795,23 +739,23 @@ impl Cache {
             count(ZoneState::Writing),
             count(ZoneState::Full),
             count(ZoneState::Reclaiming),
-            st.zones
+            st.space.zones
                 .iter()
                 .enumerate()
                 .filter(|(_, z)| z.state == ZoneState::Reclaiming)
                 .map(|(i, z)| format!(" (zone {i}: {} readers, {} valid)", z.readers, z.valid))
                 .collect::<String>(),
-            st.insert_active,
-            st.idle_active.len(),
-            match st.gc_zone {
+            st.space.insert_active,
+            st.space.idle_active.len(),
+            match st.space.gc_zone {
                 Some(z) => format!(
                     "{z} ({} of {} slots written)",
-                    st.zones[z as usize].next_slot, self.geo.chunks_per_zone
+                    st.space.zones[z as usize].next_slot, self.geo.chunks_per_zone
                 ),
                 None => "none".into(),
             },
-            st.free_slots.len(),
-            st.valid,
+            st.space.free_slots.len(),
+            st.space.valid,
             self.geo.total_chunks,
             st.evicting
         )
@@ -819,7 +763,7 @@ impl Cache {
 
     /// Valid chunks (mapped keys).
     pub fn valid_chunks(&self) -> u64 {
-        self.st.borrow().valid
+        self.st.borrow().space.valid
     }
 
     // ---------------------------------------------------------------- get
@@ -926,20 +870,20 @@ impl Cache {
     }
 
     fn pin_reader(&self, st: &mut State, g: u32) {
-        st.zones[(g / self.geo.chunks_per_zone) as usize].readers += 1;
+        st.space.zones[(g / self.geo.chunks_per_zone) as usize].readers += 1;
         if self.geo.mode == SpaceMode::Slots {
-            *st.slot_readers.entry(g).or_insert(0) += 1;
+            *st.space.slot_readers.entry(g).or_insert(0) += 1;
         }
     }
 
     fn unpin_reader(&self, st: &mut State, g: u32) {
         let z = (g / self.geo.chunks_per_zone) as usize;
-        st.zones[z].readers = st.zones[z].readers.saturating_sub(1);
-        if st.zones[z].readers == 0 && st.zones[z].state == ZoneState::Reclaiming {
+        st.space.zones[z].readers = st.space.zones[z].readers.saturating_sub(1);
+        if st.space.zones[z].readers == 0 && st.space.zones[z].state == ZoneState::Reclaiming {
             self.drained.notify_waiters();
         }
         if self.geo.mode == SpaceMode::Slots {
-            let left = match st.slot_readers.get_mut(&g) {
+            let left = match st.space.slot_readers.get_mut(&g) {
                 Some(n) => {
                     *n -= 1;
                     *n
@@ -947,10 +891,10 @@ impl Cache {
                 None => 0,
             };
             if left == 0 {
-                st.slot_readers.remove(&g);
-                if st.deferred_free.remove(&g) {
-                    st.free_slots.push_back(g);
-                    self.space.notify_waiters();
+                st.space.slot_readers.remove(&g);
+                if st.space.deferred_free.remove(&g) {
+                    st.space.free_slots.push_back(g);
+                    self.space_changed.notify_waiters();
                 }
             }
         }
@@ -977,7 +921,7 @@ impl Cache {
                 if fetch {
                     self.fetch_remote().await;
                 }
-                let s = self.st.borrow().zones[z as usize].next_slot;
+                let s = self.st.borrow().space.zones[z as usize].next_slot;
                 let g = z * self.geo.chunks_per_zone + s;
                 let mut r = self.write_chunk(g, key).await;
                 let last = s + 1 == self.geo.chunks_per_zone;
@@ -992,10 +936,10 @@ impl Cache {
                 if r.is_ok() {
                     self.publish(&mut st, key, g);
                 }
-                st.zones[z as usize].next_slot += 1;
+                st.space.zones[z as usize].next_slot += 1;
                 self.return_zone(&mut st, z, false);
                 drop(st);
-                self.space.notify_waiters();
+                self.space_changed.notify_waiters();
                 r
             }
             SpaceMode::Slots => {
@@ -1005,23 +949,23 @@ impl Cache {
                 }
                 let r = self.write_chunk(g, key).await;
                 let mut st = self.st.borrow_mut();
-                st.zones[(g / self.geo.chunks_per_zone) as usize].writing -= 1;
+                st.space.zones[(g / self.geo.chunks_per_zone) as usize].writing -= 1;
                 match &r {
                     Ok(()) => self.publish(&mut st, key, g),
-                    Err(_) => st.free_slots.push_back(g),
+                    Err(_) => st.space.free_slots.push_back(g),
                 }
                 drop(st);
-                self.space.notify_waiters();
+                self.space_changed.notify_waiters();
                 r
             }
         }
     }
 
     fn publish(&self, st: &mut State, key: u32, g: u32) {
-        st.slot_key[g as usize] = Some(key);
+        st.space.slot_key[g as usize] = Some(key);
         st.map.insert(key, g);
-        st.zones[(g / self.geo.chunks_per_zone) as usize].valid += 1;
-        st.valid += 1;
+        st.space.zones[(g / self.geo.chunks_per_zone) as usize].valid += 1;
+        st.space.valid += 1;
         st.counters.insert_bytes += self.geo.chunk_bytes;
         if self.cfg.policy == Policy::Clru {
             st.chunk_lru.push_back(g);
@@ -1031,31 +975,33 @@ impl Cache {
     /// A writer leaves zone `z` after writing one slot.
     fn return_zone(&self, st: &mut State, z: u32, gc: bool) {
         let zi = z as usize;
-        if st.zones[zi].next_slot >= self.geo.chunks_per_zone {
-            st.zones[zi].state = ZoneState::Full;
+        if st.space.zones[zi].next_slot >= self.geo.chunks_per_zone {
+            st.space.zones[zi].state = ZoneState::Full;
             if gc {
-                st.gc_zone = None;
+                st.space.gc_zone = None;
             } else {
-                st.insert_active -= 1;
+                st.space.insert_active -= 1;
             }
             if self.cfg.policy == Policy::Zplru {
                 st.zone_lru.push_back(z);
             }
         } else if gc {
-            st.zones[zi].state = ZoneState::Writing; // stays the GC zone
+            st.space.zones[zi].state = ZoneState::Writing; // stays the GC zone
         } else {
-            st.zones[zi].state = ZoneState::Active;
-            st.idle_active.push_back(z);
+            st.space.zones[zi].state = ZoneState::Active;
+            st.space.idle_active.push_back(z);
         }
     }
 
     fn wants_eviction(&self, st: &State) -> bool {
         match (self.cfg.policy, self.geo.mode) {
-            (Policy::Zplru, _) => st.free.len() as u32 <= self.cfg.zone_high,
-            (Policy::Clru, SpaceMode::Slots) => st.free_slots.len() as u64 <= self.geo.chunk_high,
+            (Policy::Zplru, _) => st.space.free.len() as u32 <= self.cfg.zone_high,
+            (Policy::Clru, SpaceMode::Slots) => {
+                st.space.free_slots.len() as u64 <= self.geo.chunk_high
+            }
             (Policy::Clru, SpaceMode::Log) => {
-                self.geo.total_chunks - st.valid <= self.geo.chunk_high
-                    || st.free.len() as u32 <= self.cfg.zone_high
+                self.geo.total_chunks - st.space.valid <= self.geo.chunk_high
+                    || st.space.free.len() as u32 <= self.cfg.zone_high
             }
         }
     }
@@ -1065,8 +1011,8 @@ impl Cache {
     /// than the reserve are free; fetch-first opens one at a time, and only
     /// while that keeps the free-zone target — or when no zone is open).
     fn zones_available(&self, st: &State) -> usize {
-        let free = st.free.len() as u32;
-        let room = self.geo.max_active.saturating_sub(st.insert_active);
+        let free = st.space.free.len() as u32;
+        let room = self.geo.max_active.saturating_sub(st.space.insert_active);
         let spare = free.saturating_sub(self.geo.reserve_zones);
         // Fetch-first: a burst of writers would otherwise spread over every
         // zone, fill them all at once, and ZPLRU would evict the zones that
@@ -1075,11 +1021,11 @@ impl Cache {
         // and the limit is the fetch concurrency.
         let openable = match self.cfg.fetch_order {
             FetchOrder::FetchFirst => u32::from(
-                room > 0 && spare > 0 && (free > self.cfg.zone_low || st.insert_active == 0),
+                room > 0 && spare > 0 && (free > self.cfg.zone_low || st.space.insert_active == 0),
             ),
             FetchOrder::HoldZone => room.min(spare),
         };
-        st.idle_active.len() + openable as usize
+        st.space.idle_active.len() + openable as usize
     }
 
     /// Hands the zones available to writers that wait for one, each to a
@@ -1099,22 +1045,22 @@ impl Cache {
             granted = true;
         }
         if granted {
-            self.space.notify_waiters();
+            self.space_changed.notify_waiters();
         }
     }
 
     /// Takes an idle active zone or opens a free one, for one writer.
     fn take_zone(&self, st: &mut State) -> Option<u32> {
-        if let Some(z) = st.idle_active.pop_front() {
-            st.zones[z as usize].state = ZoneState::Writing;
+        if let Some(z) = st.space.idle_active.pop_front() {
+            st.space.zones[z as usize].state = ZoneState::Writing;
             return Some(z);
         }
         if self.zones_available(st) == 0 {
             return None;
         }
-        let z = st.free.pop_front()?;
-        st.zones[z as usize].state = ZoneState::Writing;
-        st.insert_active += 1;
+        let z = st.space.free.pop_front()?;
+        st.space.zones[z as usize].state = ZoneState::Writing;
+        st.space.insert_active += 1;
         if self.wants_eviction(st) {
             self.evict_wake.notify_one();
         }
@@ -1172,20 +1118,20 @@ impl Cache {
                 // a zone drawn for another writer is that writer's to take
                 // (it has been woken): wait for it rather than evict
                 let drawn_for_another = st.zone_wait.granted.iter().any(|&g| Some(g) != ticket);
-                if st.insert_active > 0 || st.evicting || drawn_for_another {
+                if st.space.insert_active > 0 || st.evicting || drawn_for_another {
                     Next::Wait
                 } else {
                     Next::Evict
                 }
             };
             match next {
-                Next::Wait => self.space.notified().await,
+                Next::Wait => self.space_changed.notified().await,
                 Next::Evict => {
                     if !self.evict_round(true).await? {
                         let st = self.st.borrow();
-                        if st.free.len() as u32 <= self.geo.reserve_zones
-                            && st.idle_active.is_empty()
-                            && st.insert_active == 0
+                        if st.space.free.len() as u32 <= self.geo.reserve_zones
+                            && st.space.idle_active.is_empty()
+                            && st.space.insert_active == 0
                             && !st.evicting
                         {
                             return Err(CacheError::Internal(
@@ -1205,8 +1151,8 @@ impl Cache {
                 if let Some(f) = &st.failure {
                     return Err(CacheError::Internal(format!("eviction failed: {f}")));
                 }
-                if let Some(g) = st.free_slots.pop_front() {
-                    st.zones[(g / self.geo.chunks_per_zone) as usize].writing += 1;
+                if let Some(g) = st.space.free_slots.pop_front() {
+                    st.space.zones[(g / self.geo.chunks_per_zone) as usize].writing += 1;
                     if self.wants_eviction(&st) {
                         self.evict_wake.notify_one();
                     }
@@ -1219,10 +1165,10 @@ impl Cache {
                 if !self.evict_round(true).await? {
                     let (has_free, stuck) = {
                         let st = self.st.borrow();
-                        let writing: u64 = st.zones.iter().map(|z| u64::from(z.writing)).sum();
-                        let has_free = !st.free_slots.is_empty();
+                        let writing: u64 = st.space.writing();
+                        let has_free = !st.space.free_slots.is_empty();
                         let stuck = !has_free
-                            && st.deferred_free.is_empty()
+                            && st.space.deferred_free.is_empty()
                             && writing == 0
                             && !st.evicting;
                         (has_free, stuck)
@@ -1233,11 +1179,11 @@ impl Cache {
                         ));
                     }
                     if !has_free {
-                        self.space.notified().await;
+                        self.space_changed.notified().await;
                     }
                 }
             } else {
-                self.space.notified().await;
+                self.space_changed.notified().await;
             }
         }
     }

@@ -3,7 +3,16 @@
 //! model), reads, zone management, flush, conventional writes and
 //! deallocates, and zone reports.
 
-use super::*;
+use zns_core::{
+    IoFlags, MgmtEffect, NvmeError, NvmeStatus, ReportFilter, ZoneDescriptor, ZoneSendCmd,
+    ZoneState,
+};
+use zns_sim::timing::{HostStack, MediaOp};
+
+use super::faults::PendingWrite;
+use super::{check_conv_range, media_op_for, store_status, submit_gc, Controller, NsState, State};
+use crate::profile::ConventionalConfig;
+use crate::store::StoreKind;
 
 impl Controller {
     /// The accounting every accepted write ends with: its bytes in the
@@ -29,8 +38,8 @@ impl Controller {
             complete_ns,
             fua,
         };
-        log_pending(
-            st,
+        st.power_log.log(
+            &st.namespaces,
             w,
             now_ns,
             self.inner.profile.power_loss.completed_unflushed,
@@ -317,9 +326,7 @@ impl Controller {
                 if cmd.action == zns_core::ZoneAction::Reset && change.to == ZoneState::Empty {
                     let start = zones.zone_start_lba(change.zone);
                     let _ = store.deallocate(start, cfg.zone_size_lbas);
-                    st.pending.retain(|w| {
-                        w.ns != ns || w.slba < start || w.slba >= start + cfg.zone_size_lbas
-                    });
+                    st.power_log.forget_zone(ns, start, cfg.zone_size_lbas);
                 }
             }
             done_ns = t;
@@ -350,7 +357,7 @@ impl Controller {
         self.complete_at(epoch, done_ns).await?;
         // Everything completed before the flush was submitted is now durable.
         let mut st = self.inner.state.borrow_mut();
-        st.pending.retain(|w| w.complete_ns > submit_ns);
+        st.power_log.flushed(submit_ns);
         Ok(())
     }
 

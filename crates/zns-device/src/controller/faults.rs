@@ -2,7 +2,15 @@
 //! pending-write log, FUA-durable ends, the restart's recovery), a failed
 //! controller, and injected read errors and zone faults.
 
-use super::*;
+use std::collections::{HashMap, VecDeque};
+
+use rand::Rng;
+use zns_core::{NvmeError, NvmeStatus, ZoneDescriptor, ZoneState};
+use zns_sim::rng::SimRng;
+
+use super::{Controller, InjectedFault, NsState};
+use crate::profile::{CompletedWritePolicy, InFlightWritePolicy, ZrwaPowerPolicy};
+use crate::store::StoreError;
 
 impl Controller {
     /// Cuts power now. Commands in flight complete with "aborted due to power
@@ -24,8 +32,8 @@ impl Controller {
 
         // Decide the fate of every non-durable write: how many of its blocks reach the medium.
         let mut lost: Vec<(u32, u64, u64)> = Vec::new(); // (ns, first lost lba, end)
-        let durable_end = fua_durable_ends(st, now_ns);
-        let pending: Vec<PendingWrite> = st.pending.drain(..).collect();
+        let durable_end = st.power_log.durable_ends(&st.namespaces, now_ns);
+        let pending = st.power_log.take_all();
         for w in pending {
             let completed = w.complete_ns <= now_ns;
             if completed && w.fua {
@@ -232,7 +240,7 @@ impl Controller {
     }
 }
 
-pub(super) fn random_fate(rng: &mut SimRng, nlb: u64) -> u64 {
+fn random_fate(rng: &mut SimRng, nlb: u64) -> u64 {
     match rng.gen_range(0..3u32) {
         0 => nlb,
         1 => 0,
@@ -240,53 +248,126 @@ pub(super) fn random_fate(rng: &mut SimRng, nlb: u64) -> u64 {
     }
 }
 
-pub(super) fn log_pending(
-    st: &mut State,
-    w: PendingWrite,
-    now_ns: u64,
-    completed_policy: CompletedWritePolicy,
-) {
-    // Completed writes that can no longer be lost need no log entry.
-    let settled = |p: &PendingWrite| {
-        p.complete_ns <= now_ns && (p.fua || completed_policy == CompletedWritePolicy::Keep)
-    };
-    while st.pending.front().is_some_and(settled) {
-        st.pending.pop_front();
+/// A write that is not durable yet.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct PendingWrite {
+    pub(super) ns: u32,
+    pub(super) slba: u64,
+    pub(super) nlb: u64,
+    pub(super) complete_ns: u64,
+    pub(super) fua: bool,
+}
+
+/// The power-fail log: every write that is not durable yet, oldest first.
+/// A power cut decides the fate of each; a flush, a zone reset and later
+/// FUA writes take writes off it.
+pub(super) struct PowerLog {
+    writes: VecDeque<PendingWrite>,
+    /// Log length at which `log` next drops the writes later FUA writes
+    /// made durable (doubles with what stays, at least 1024).
+    retain_at_len: usize,
+}
+
+impl PowerLog {
+    pub(super) fn new() -> PowerLog {
+        PowerLog {
+            writes: VecDeque::new(),
+            retain_at_len: 1024,
+        }
     }
-    st.pending.push_back(w);
-    if st.pending.len() >= st.pending_retain_at_len {
-        // Also drop writes made durable by a later completed FUA write to the same zone.
-        let durable_end = fua_durable_ends(st, now_ns);
-        let namespaces = &st.namespaces;
-        st.pending.retain(|p| {
-            if settled(p) {
-                return false;
+
+    /// Logs `w`, accepted at `now_ns`, dropping the writes that can no
+    /// longer be lost.
+    pub(super) fn log(
+        &mut self,
+        namespaces: &[NsState],
+        w: PendingWrite,
+        now_ns: u64,
+        completed_policy: CompletedWritePolicy,
+    ) {
+        // Completed writes that can no longer be lost need no log entry.
+        let settled = |p: &PendingWrite| {
+            p.complete_ns <= now_ns && (p.fua || completed_policy == CompletedWritePolicy::Keep)
+        };
+        while self.writes.front().is_some_and(settled) {
+            self.writes.pop_front();
+        }
+        self.writes.push_back(w);
+        if self.writes.len() >= self.retain_at_len {
+            // Also drop writes made durable by a later completed FUA write to the same zone.
+            let durable_end = self.durable_ends(namespaces, now_ns);
+            self.writes.retain(|p| {
+                if settled(p) {
+                    return false;
+                }
+                match zone_of_write(namespaces, p).and_then(|z| durable_end.get(&(p.ns, z))) {
+                    Some(&end) => p.slba + p.nlb > end,
+                    None => true,
+                }
+            });
+            self.retain_at_len = (self.writes.len() * 2).max(1024);
+        }
+    }
+
+    /// Per (namespace, zone): the end LBA of the furthest FUA write completed by
+    /// `now_ns`. A zone's medium is written in order, so everything before it in the
+    /// zone is durable too — except in a zone holding a ZRWA, whose writes land in
+    /// any order inside the window: there a FUA write makes only its own data
+    /// durable.
+    pub(super) fn durable_ends(
+        &self,
+        namespaces: &[NsState],
+        now_ns: u64,
+    ) -> HashMap<(u32, u32), u64> {
+        let mut durable_end: HashMap<(u32, u32), u64> = HashMap::new();
+        for w in self
+            .writes
+            .iter()
+            .filter(|w| w.fua && w.complete_ns <= now_ns)
+        {
+            if let Some(z) =
+                zone_of_write(namespaces, w).filter(|&z| !zone_has_zrwa(namespaces, w.ns, z))
+            {
+                let e = durable_end.entry((w.ns, z)).or_insert(0);
+                *e = (*e).max(w.slba + w.nlb);
             }
-            match zone_of_write(namespaces, p).and_then(|z| durable_end.get(&(p.ns, z))) {
-                Some(&end) => p.slba + p.nlb > end,
-                None => true,
-            }
-        });
-        st.pending_retain_at_len = (st.pending.len() * 2).max(1024);
+        }
+        durable_end
+    }
+
+    /// Empties the log (a power cut decides the fate of what it held).
+    pub(super) fn take_all(&mut self) -> Vec<PendingWrite> {
+        self.writes.drain(..).collect()
+    }
+
+    /// Zone `[start, start + zone_lbas)` of namespace `ns` was reset: its
+    /// writes are gone, nothing of them to lose.
+    pub(super) fn forget_zone(&mut self, ns: u32, start: u64, zone_lbas: u64) {
+        self.writes
+            .retain(|w| w.ns != ns || w.slba < start || w.slba >= start + zone_lbas);
+    }
+
+    /// A flush submitted at `submit_ns` completed: everything completed
+    /// before it is durable.
+    pub(super) fn flushed(&mut self, submit_ns: u64) {
+        self.writes.retain(|w| w.complete_ns > submit_ns);
     }
 }
 
-/// Per (namespace, zone): the end LBA of the furthest FUA write completed by
-/// `now_ns`. A zone's medium is written in order, so everything before it in the
-/// zone is durable too — except in a zone holding a ZRWA, whose writes land in
-/// any order inside the window: there a FUA write makes only its own data
-/// durable.
-pub(super) fn fua_durable_ends(st: &State, now_ns: u64) -> HashMap<(u32, u32), u64> {
-    let mut durable_end: HashMap<(u32, u32), u64> = HashMap::new();
-    for w in st
-        .pending
-        .iter()
-        .filter(|w| w.fua && w.complete_ns <= now_ns)
-    {
-        if let Some(z) = zone_of_write(&st.namespaces, w).filter(|&z| !zone_has_zrwa(st, w.ns, z)) {
-            let e = durable_end.entry((w.ns, z)).or_insert(0);
-            *e = (*e).max(w.slba + w.nlb);
-        }
+/// A ZRWA is allocated to the zone now.
+fn zone_has_zrwa(namespaces: &[NsState], ns: u32, zone: u32) -> bool {
+    match &namespaces[ns as usize] {
+        NsState::Zoned { zones, .. } => zones
+            .descriptor(zone)
+            .is_some_and(|d| d.attributes.zrwa_valid),
+        NsState::Conventional { .. } => false,
     }
-    durable_end
+}
+
+/// The zone a pending write went to (None on a conventional namespace).
+fn zone_of_write(namespaces: &[NsState], w: &PendingWrite) -> Option<u32> {
+    match &namespaces[w.ns as usize] {
+        NsState::Zoned { zones, .. } => zones.zone_of(w.slba),
+        NsState::Conventional { .. } => None,
+    }
 }

@@ -22,35 +22,29 @@
 //!
 //! Files: this module holds the controller, its state, construction (profiles,
 //! images) and the admission of commands; `commands` the I/O commands' paths,
-//! `faults` power cuts, restarts and injected faults, `namespaces` the
+//! `faults` power cuts (and `PowerLog`, the log of writes not yet durable
+//! they read), restarts and injected faults, `namespaces` the
 //! namespace handles users open as devices.
 
 use std::cell::{Cell, RefCell};
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::BTreeSet;
 use std::rc::Rc;
 
-use rand::Rng;
-use zns_core::{
-    CmdFuture, IoFlags, MgmtEffect, NvmeError, NvmeStatus, ReportFilter, ZoneChange,
-    ZoneDescriptor, ZoneSendCmd, ZoneSet, ZoneState, ZonedConfig,
-};
+use zns_core::{NvmeError, NvmeStatus, ZoneChange, ZoneSendCmd, ZoneSet, ZonedConfig};
 use zns_sim::rng::SimRng;
 use zns_sim::timing::{FlashArray, FtlPlace, HostStack, MediaOp, NamespaceKind};
 use zns_sim::Handle;
 
 use crate::ftl::{Ftl, FtlEffects, FtlStats, GcWork};
 use crate::mqdeadline::ZoneWriteLocks;
-use crate::profile::{
-    CompletedWritePolicy, ConventionalConfig, InFlightWritePolicy, NamespaceProfile, Profile,
-    ZrwaPowerPolicy,
-};
+use crate::profile::{ConventionalConfig, NamespaceProfile, Profile};
 use crate::store::{DataStore, PersistentImage, StoreError, StoreKind};
 
 mod commands;
 mod faults;
 mod namespaces;
 
-use faults::log_pending;
+use faults::PowerLog;
 pub use namespaces::{EmulatedConventionalNs, EmulatedZns};
 
 /// Why a device could not be built or opened.
@@ -93,16 +87,6 @@ impl NsState {
     }
 }
 
-/// A write that is not durable yet.
-#[derive(Debug, Clone, Copy)]
-struct PendingWrite {
-    ns: u32,
-    slba: u64,
-    nlb: u64,
-    complete_ns: u64,
-    fua: bool,
-}
-
 /// Counters of what the controller did (for reports and tests).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct ControllerStats {
@@ -135,8 +119,8 @@ struct State {
     epoch: u64,
     flash: FlashArray,
     namespaces: Vec<NsState>,
-    pending: VecDeque<PendingWrite>,
-    pending_retain_at_len: usize,
+    /// Writes not durable yet, for a power cut.
+    power_log: PowerLog,
     read_errors: BTreeSet<(u32, u64)>,
     faults: Vec<InjectedFault>,
     rng: SimRng,
@@ -328,8 +312,7 @@ impl Controller {
             epoch: 0,
             flash,
             namespaces,
-            pending: VecDeque::new(),
-            pending_retain_at_len: 1024,
+            power_log: PowerLog::new(),
             read_errors: BTreeSet::new(),
             faults: Vec::new(),
             rng: handle.rng(),
@@ -618,24 +601,6 @@ impl Controller {
     }
 }
 
-/// A ZRWA is allocated to the zone now.
-fn zone_has_zrwa(st: &State, ns: u32, zone: u32) -> bool {
-    match &st.namespaces[ns as usize] {
-        NsState::Zoned { zones, .. } => zones
-            .descriptor(zone)
-            .is_some_and(|d| d.attributes.zrwa_valid),
-        NsState::Conventional { .. } => false,
-    }
-}
-
-/// The zone a pending write went to (None on a conventional namespace).
-fn zone_of_write(namespaces: &[NsState], w: &PendingWrite) -> Option<u32> {
-    match &namespaces[w.ns as usize] {
-        NsState::Zoned { zones, .. } => zones.zone_of(w.slba),
-        NsState::Conventional { .. } => None,
-    }
-}
-
 fn check_conv_range(config: &ConventionalConfig, slba: u64, nlb: u64) -> Result<(), NvmeError> {
     if nlb > config.max_transfer_lbas as u64 {
         return Err(NvmeStatus::InvalidField.into());
@@ -728,7 +693,7 @@ fn new_ns_state(
 /// Submits FTL garbage collection work to the timing model at `t_ns`: each
 /// die's relocation (and SLC folding, whose SLC reads take `slc_read_ns`
 /// each), then its erases (background: no host overhead).
-fn submit_gc(
+pub(super) fn submit_gc(
     flash: &mut FlashArray,
     t_ns: u64,
     stack: HostStack,

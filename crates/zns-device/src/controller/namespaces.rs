@@ -2,7 +2,12 @@
 //! (`ZonedDevice`) and a conventional one (`BlockDevice`), each a handle on
 //! the shared controller.
 
-use super::*;
+use zns_core::{CmdFuture, IoFlags, ReportFilter, ZoneDescriptor, ZoneSendCmd, ZonedConfig};
+use zns_sim::Handle;
+
+use super::{Controller, ControllerOptions, DeviceError};
+use crate::ftl::FtlStats;
+use crate::profile::{ConventionalConfig, Profile};
 
 /// A zoned namespace of an emulated controller: the `ZonedDevice` users open.
 #[derive(Clone)]

@@ -4,7 +4,7 @@
 use super::buffer::{splitmix64, ActivityMeter, WriteBuffer};
 use super::flash::{Channel, Die, Rate, Suspend};
 use super::profile::{HostStack, InvalidTimingProfile, TimingProfile, ZrwaMedium};
-use super::readahead::{Lookup, StreamTable, RING};
+use super::readahead::{Lookup, ReadAhead, RING};
 
 /// One command as the timing model sees it. Offsets are bytes relative to the
 /// namespace (`Read`, `ConvWrite`) or to the zone start (`zone_offset_bytes`).
@@ -209,10 +209,8 @@ pub struct FlashArray {
     draws: u64,
     /// Draws of the out-of-order service of queued writes (own stream).
     reorder_draws: u64,
-    /// Sequential read streams (read-ahead).
-    ra: StreamTable,
-    /// Read-ahead hit engine busy-until.
-    ra_free: u64,
+    /// Sequential read streams and their prefetch (read-ahead).
+    ra: ReadAhead,
     /// Host link (device → host) busy-until and rate; `None` = unlimited.
     link_read_free: u64,
     link_read_rate: Option<Rate>,
@@ -220,9 +218,6 @@ pub struct FlashArray {
     /// channel transfer (`read_decode_mibps`; None = no separate stage).
     decode_rate: Option<Rate>,
     decode_free: Vec<u64>,
-    ra_rate: Rate,
-    ra_window: u64,
-    ra_trigger: u32,
     /// GC engine slots (`gc_inflight_units`): when each frees; empty = no
     /// limit.
     gc_slots: Vec<u64>,
@@ -291,16 +286,17 @@ impl FlashArray {
             reset_hit_acc: PPM / 2,
             draws: 0,
             reorder_draws: 0,
-            ra: StreamTable::new(p.readahead_streams as usize),
-            ra_free: 0,
+            ra: ReadAhead::new(
+                p.readahead_streams as usize,
+                p.readahead_hit_mibps,
+                u64::from(p.readahead_window_units),
+                p.readahead_trigger_reads,
+            ),
             link_read_free: 0,
             link_read_rate: (p.host_link_read_mibps > 0)
                 .then(|| Rate::from_mibps(p.host_link_read_mibps)),
             decode_rate: (p.read_decode_mibps > 0).then(|| Rate::from_mibps(p.read_decode_mibps)),
             decode_free: vec![0; p.channels as usize],
-            ra_rate: Rate::from_mibps(p.readahead_hit_mibps.max(1)),
-            ra_window: u64::from(p.readahead_window_units),
-            ra_trigger: p.readahead_trigger_reads,
             gc_slots: vec![0; p.gc_inflight_units as usize],
             profile: p,
         })
@@ -417,11 +413,8 @@ impl FlashArray {
                 bytes,
                 fua,
             } => {
-                if self.ra.any_live() {
-                    let end = lba_offset_bytes.saturating_add(bytes);
-                    self.ra
-                        .overwrite(ns, 0, lba_offset_bytes, end, self.unit_bytes);
-                }
+                self.ra
+                    .written(ns, 0, lba_offset_bytes, bytes, self.unit_bytes);
                 let d = self.conv_write(t, ns, bytes, fua, None);
                 self.meters[CLASS_WRITE].record(t, d);
                 d
@@ -515,11 +508,8 @@ impl FlashArray {
         let (hs, hc) = self.host_costs(stack);
         let t = now_ns.saturating_add(hs);
         let bytes = bytes.min(MAX_UNITS_PER_COMMAND * self.unit_bytes);
-        if self.ra.any_live() {
-            let end = lba_offset_bytes.saturating_add(bytes);
-            self.ra
-                .overwrite(ns, 0, lba_offset_bytes, end, self.unit_bytes);
-        }
+        self.ra
+            .written(ns, 0, lba_offset_bytes, bytes, self.unit_bytes);
         let d = self.conv_write(t, ns, bytes, fua, Some(units));
         self.meters[CLASS_WRITE].record(t, d);
         d.saturating_add(hc)
@@ -1080,16 +1070,21 @@ impl FlashArray {
         // Read-ahead: a hit is served from the prefetched data; a read that
         // continues a stream is a flash read that (re)starts its prefetch.
         let mut cont = None;
-        if self.ra.enabled() && end > off {
-            let (base, limit) = self.ra_area(conv, off);
+        if self.ra.table.enabled() && end > off {
+            let (base, limit) = ReadAhead::area(
+                conv,
+                off,
+                self.profile.zone_size_bytes,
+                self.profile.zone_capacity_bytes,
+            );
             if end <= limit {
-                match self.ra.lookup(ns, base, off, end, unit) {
+                match self.ra.table.lookup(ns, base, off, end, unit) {
                     Lookup::Hit(i) => {
                         let u0 = (off - base) / unit;
                         let u1 = (end - 1 - base) / unit;
-                        let st = &self.ra.s[i];
-                        if self.ra.next(i) == off {
-                            if u1 - u0 + 1 + self.ra_window <= RING {
+                        let st = &self.ra.table.s[i];
+                        if self.ra.table.next(i) == off {
+                            if u1 - u0 + 1 + self.ra.window_units <= RING {
                                 return self.ra_hit(fe, conv, i, limit, off, end);
                             }
                             // Too large for the window: a flash read.
@@ -1185,96 +1180,44 @@ impl FlashArray {
         }
     }
 
-    /// The area a read-ahead stream of the read at `off` lives in: the first
-    /// byte its program units are counted from, and the end it never
-    /// prefetches past (the zone's capacity; unbounded on a conventional
-    /// namespace).
-    #[inline]
-    fn ra_area(&self, conv: bool, off: u64) -> (u64, u64) {
-        if conv {
-            (0, u64::MAX)
-        } else {
-            let zs = self.profile.zone_size_bytes;
-            let start = if zs.is_power_of_two() {
-                off & !(zs - 1)
-            } else {
-                off - off % zs
-            };
-            (
-                start,
-                start.saturating_add(self.profile.zone_capacity_bytes),
-            )
-        }
-    }
-
     /// Stream `i` was continued by a flash read ending at `end`: once the run
-    /// is long enough, prefetch from `end` (a new window if the read left the
-    /// old one behind) up to `readahead_window_units` units past its last unit.
+    /// is long enough, prefetch from `end` up to `readahead_window_units`
+    /// units past its last unit.
     fn ra_continue(&mut self, t: u64, conv: bool, i: usize, limit: u64, end: u64) {
-        let unit = self.unit_bytes;
-        self.ra.set_next(i, end);
-        let st = &mut self.ra.s[i];
-        st.run = st.run.saturating_add(1);
-        if st.run < self.ra_trigger {
-            return;
+        if let Some(upto) = self.ra.continued(i, end, self.unit_bytes) {
+            self.ra_fill(t, conv, i, limit, upto);
         }
-        let u1 = (end - 1 - st.base) / unit;
-        if st.lo == st.hi || u1 >= st.lo {
-            let lo = if (end - st.base) % unit == 0 {
-                u1 + 1
-            } else {
-                u1
-            };
-            st.lo = lo;
-            st.hi = lo;
-            st.from = end;
-        }
-        self.ra_fill(t, conv, i, limit, u1 + self.ra_window);
     }
 
     /// A read of `[off, end)` served from stream `i`'s prefetched data: it
     /// waits for the data of its units, then occupies the hit engine.
     fn ra_hit(&mut self, fe: u64, conv: bool, i: usize, limit: u64, off: u64, end: u64) -> u64 {
-        let unit = self.unit_bytes;
         let t1 = fe + self.profile.read_controller_ns;
-        self.ra.set_next(i, end);
-        let st = &mut self.ra.s[i];
-        let u0 = (off - st.base) / unit;
-        let u1 = (end - 1 - st.base) / unit;
-        st.run = st.run.saturating_add(1);
-        // Units behind the read are released.
-        if u0 > st.lo {
-            st.lo = u0;
-            st.from = st.from.max(st.base + u0 * unit);
-        }
-        self.ra_fill(t1, conv, i, limit, u1 + self.ra_window);
+        let upto = self.ra.hit(i, off, end, self.unit_bytes);
+        self.ra_fill(t1, conv, i, limit, upto);
         self.ra_serve(t1, i, off, end)
     }
 
-    /// Serves `[off, end)` (held by stream `i`) from DRAM from `t`: once the
-    /// data of its units is in, the hit engine transfers it.
+    /// Serves `[off, end)` (held by stream `i`) from DRAM from `t`, then
+    /// over the host link.
     fn ra_serve(&mut self, t: u64, i: usize, off: u64, end: u64) -> u64 {
-        let unit = self.unit_bytes;
-        let base = self.ra.s[i].base;
-        let ring = &self.ra.ready[i];
-        let mut ready = t;
-        for k in (off - base) / unit..=(end - 1 - base) / unit {
-            ready = ready.max(ring[(k % RING) as usize]);
-        }
-        let p = &self.profile;
-        let s = ready.max(self.ra_free);
-        self.ra_free = s + p.readahead_hit_ns.max(self.ra_rate.ns(end - off));
-        let (hit_done, complete) = (self.ra_free, p.read_complete_ns);
-        hit_done.max(self.link_read(t, end - off)) + complete
+        let hit_done = self.ra.serve(
+            t,
+            i,
+            off,
+            end,
+            self.unit_bytes,
+            self.profile.readahead_hit_ns,
+        );
+        hit_done.max(self.link_read(t, end - off)) + self.profile.read_complete_ns
     }
 
     /// Prefetches the units of stream `i` not yet issued, up to unit `upto`
     /// (bounded by `limit` and the ring), from `t`, on their dies.
     fn ra_fill(&mut self, t: u64, conv: bool, i: usize, limit: u64, upto: u64) {
         let unit = self.unit_bytes;
-        let st = self.ra.s[i];
-        let last = (limit - 1 - st.base) / unit;
-        let upto = upto.min(last).min(st.lo + RING - 1);
+        let st = self.ra.table.s[i];
+        let upto = self.ra.fill_upto(i, limit, upto, unit);
         let zone = st.base / self.profile.zone_size_bytes;
         let mut k = st.hi;
         while k <= upto {
@@ -1291,37 +1234,26 @@ impl FlashArray {
             } else {
                 t
             };
-            self.ra.ready[i][(k % RING) as usize] = r;
+            self.ra.table.ready[i][(k % RING) as usize] = r;
             k += 1;
         }
-        self.ra.s[i].hi = self.ra.s[i].hi.max(k);
-        self.ra.update_live(i);
+        self.ra.filled(i, k);
     }
 
     /// Zoned data `[off, off + bytes)` of `zone` was written: prefetched data
     /// over it is stale.
     #[inline]
     fn ra_zone_written(&mut self, ns: u32, zone: u32, off: u64, bytes: u64) {
-        if self.ra.any_live() {
-            let base = u64::from(zone).saturating_mul(self.profile.zone_size_bytes);
-            let start = base.saturating_add(off);
-            self.ra.overwrite(
-                ns,
-                base,
-                start,
-                start.saturating_add(bytes),
-                self.unit_bytes,
-            );
-        }
+        let base = u64::from(zone).saturating_mul(self.profile.zone_size_bytes);
+        self.ra
+            .written(ns, base, base.saturating_add(off), bytes, self.unit_bytes);
     }
 
     /// `zone` was reset or finished: its streams are forgotten.
     #[inline]
     fn ra_zone_dropped(&mut self, ns: u32, zone: u32) {
-        if self.ra.enabled() {
-            let base = u64::from(zone).saturating_mul(self.profile.zone_size_bytes);
-            self.ra.drop_zone(ns, base);
-        }
+        let base = u64::from(zone).saturating_mul(self.profile.zone_size_bytes);
+        self.ra.zone_dropped(ns, base);
     }
 
     /// Garbage-collection relocation on one die (see `MediaOp::GcRelocate`).

@@ -9,14 +9,18 @@
 //! prefetch is still in flight) and is served by the hit engine, without a die
 //! read. Everything else is timed as a flash read.
 //!
-//! This module is the table only (lookup, replacement, invalidation); the
-//! prefetch reads themselves are scheduled by `FlashArray` on its dies and
-//! channels. Fixed-size arrays: no allocation per command.
+//! This module is the table (lookup, replacement, invalidation) and the
+//! engine around it, [`ReadAhead`]: when a stream prefetches and how far,
+//! which units a prefetch reads, and the hit engine that serves hits from
+//! DRAM. The prefetch reads themselves are scheduled by `FlashArray` on its
+//! dies and channels. Fixed-size arrays: no allocation per command.
 //!
 //! Invariants (per entry): `lo <= hi`, `hi - lo <= RING`, the `live` bit is
 //! set exactly when `lo < hi`, `from >= base + lo * unit` when `lo < hi`, and
 //! `ready[k % RING]` is the time the data of unit `k` is in DRAM for every
 //! `k` in `lo..hi`.
+
+use super::flash::Rate;
 
 /// Program units a stream can hold: its window plus the units of one read.
 pub(crate) const RING: u64 = 32;
@@ -200,6 +204,165 @@ impl StreamTable {
     #[inline]
     pub(crate) fn any_live(&self) -> bool {
         self.live != 0
+    }
+}
+
+/// The read-ahead engine of a controller: the stream table, the knobs that
+/// start and size a stream's prefetch, and the hit engine (a DRAM transfer
+/// stage) that serves hits. `FlashArray` reads the units [`ReadAhead::fill_upto`]
+/// names on its dies and records them with [`ReadAhead::filled`].
+#[derive(Debug, Clone)]
+pub(crate) struct ReadAhead {
+    pub(crate) table: StreamTable,
+    /// Hit engine busy-until, ns.
+    hit_free_ns: u64,
+    /// Hit engine transfer rate (`readahead_hit_mibps`).
+    hit_rate: Rate,
+    /// Units a stream keeps prefetched past its last read
+    /// (`readahead_window_units`).
+    pub(crate) window_units: u64,
+    /// Sequential reads before a stream prefetches (`readahead_trigger_reads`).
+    trigger_reads: u32,
+}
+
+impl ReadAhead {
+    /// An engine tracking `streams` streams (0: read-ahead off).
+    pub(crate) fn new(
+        streams: usize,
+        hit_mibps: u64,
+        window_units: u64,
+        trigger_reads: u32,
+    ) -> ReadAhead {
+        ReadAhead {
+            table: StreamTable::new(streams),
+            hit_free_ns: 0,
+            hit_rate: Rate::from_mibps(hit_mibps.max(1)),
+            window_units,
+            trigger_reads,
+        }
+    }
+
+    /// The area a read-ahead stream of the read at `off` lives in: the first
+    /// byte its program units are counted from, and the end it never
+    /// prefetches past (the zone's capacity; unbounded on a conventional
+    /// namespace, `conv`).
+    #[inline]
+    pub(crate) fn area(
+        conv: bool,
+        off: u64,
+        zone_size_bytes: u64,
+        zone_capacity_bytes: u64,
+    ) -> (u64, u64) {
+        if conv {
+            (0, u64::MAX)
+        } else {
+            let zs = zone_size_bytes;
+            let start = if zs.is_power_of_two() {
+                off & !(zs - 1)
+            } else {
+                off - off % zs
+            };
+            (start, start.saturating_add(zone_capacity_bytes))
+        }
+    }
+
+    /// Stream `i` was continued by a flash read ending at `end`: once the run
+    /// is long enough, its prefetch restarts from `end` (a new window if the
+    /// read left the old one behind). Returns the unit to prefetch up to, or
+    /// `None` while the run is too short.
+    pub(crate) fn continued(&mut self, i: usize, end: u64, unit: u64) -> Option<u64> {
+        self.table.set_next(i, end);
+        let st = &mut self.table.s[i];
+        st.run = st.run.saturating_add(1);
+        if st.run < self.trigger_reads {
+            return None;
+        }
+        let u1 = (end - 1 - st.base) / unit;
+        if st.lo == st.hi || u1 >= st.lo {
+            let lo = if (end - st.base) % unit == 0 {
+                u1 + 1
+            } else {
+                u1
+            };
+            st.lo = lo;
+            st.hi = lo;
+            st.from = end;
+        }
+        Some(u1 + self.window_units)
+    }
+
+    /// The read `[off, end)` is the next of stream `i` and inside its
+    /// prefetched data: the units behind it are released. Returns the unit
+    /// to prefetch up to.
+    pub(crate) fn hit(&mut self, i: usize, off: u64, end: u64, unit: u64) -> u64 {
+        self.table.set_next(i, end);
+        let st = &mut self.table.s[i];
+        let u0 = (off - st.base) / unit;
+        let u1 = (end - 1 - st.base) / unit;
+        st.run = st.run.saturating_add(1);
+        if u0 > st.lo {
+            st.lo = u0;
+            st.from = st.from.max(st.base + u0 * unit);
+        }
+        u1 + self.window_units
+    }
+
+    /// The last unit of stream `i` to prefetch when asked for units up to
+    /// `upto`: bounded by the area's end `limit` and by the ring. The units
+    /// to read are `s[i].hi..=` that.
+    pub(crate) fn fill_upto(&self, i: usize, limit: u64, upto: u64, unit: u64) -> u64 {
+        let st = &self.table.s[i];
+        let last = (limit - 1 - st.base) / unit;
+        upto.min(last).min(st.lo + RING - 1)
+    }
+
+    /// Stream `i`'s prefetch reads were issued up to (not including) unit
+    /// `end_unit`.
+    pub(crate) fn filled(&mut self, i: usize, end_unit: u64) {
+        self.table.s[i].hi = self.table.s[i].hi.max(end_unit);
+        self.table.update_live(i);
+    }
+
+    /// Serves `[off, end)` (held by stream `i`) from DRAM from `t`: once the
+    /// data of its units is in, the hit engine transfers it, taking at least
+    /// `hit_ns`. Returns when the transfer ends.
+    pub(crate) fn serve(
+        &mut self,
+        t: u64,
+        i: usize,
+        off: u64,
+        end: u64,
+        unit: u64,
+        hit_ns: u64,
+    ) -> u64 {
+        let base = self.table.s[i].base;
+        let ring = &self.table.ready[i];
+        let mut ready = t;
+        for k in (off - base) / unit..=(end - 1 - base) / unit {
+            ready = ready.max(ring[(k % RING) as usize]);
+        }
+        let s = ready.max(self.hit_free_ns);
+        self.hit_free_ns = s + hit_ns.max(self.hit_rate.ns(end - off));
+        self.hit_free_ns
+    }
+
+    /// Data of namespace `ns` (units counted from `base`) was written from
+    /// byte `start` on, `bytes` long: prefetched data over it is stale.
+    #[inline]
+    pub(crate) fn written(&mut self, ns: u32, base: u64, start: u64, bytes: u64, unit: u64) {
+        if self.table.any_live() {
+            self.table
+                .overwrite(ns, base, start, start.saturating_add(bytes), unit);
+        }
+    }
+
+    /// The zone of namespace `ns` starting at byte `base` was reset or
+    /// finished: its streams are forgotten.
+    #[inline]
+    pub(crate) fn zone_dropped(&mut self, ns: u32, base: u64) {
+        if self.table.enabled() {
+            self.table.drop_zone(ns, base);
+        }
     }
 }
 
