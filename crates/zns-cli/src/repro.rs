@@ -48,7 +48,7 @@ normalized.csv, fig9.png, fig10.png, summary.md (paper vs ours) and every
 application's raw report under runs/.
 
 Examples:
-  zns repro zraid --fig 9,10 --quick            CI's smoke (guest: ~5 min)
+  zns repro zraid --fig 9,10 --quick            the smoke (guest: ~5 min; CI: --fig 9)
   zns repro zraid --fig 9 --reps 3              the full Fig. 9
   zns repro zraid --fig 9 --reps 3 --resume     go on with one that was cut short
   sudo zns repro zraid --fig 10 --where here    on a host with ublk";
@@ -72,7 +72,7 @@ study's findings beside ours), levels.png, tenants.png, runs/ (raw reports,
 the servers' --stats).
 
 Examples:
-  zns repro zns-study --quick              CI's smoke (guest: ~4 min)
+  zns repro zns-study --quick              the smoke (guest: ~4 min; CI: --part levels)
   zns repro zns-study --reps 3             the study (guest: ~35 min)
   sudo zns repro zns-study --where here    on a host with ublk";
 
