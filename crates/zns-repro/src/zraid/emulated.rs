@@ -471,59 +471,53 @@ fn summarize(points: &[Point]) -> Summary {
     s
 }
 
-/// The summary as a text table.
+/// The summary as a text table: the rows of the figures that ran (a row
+/// whose figure did not run is left out, not printed as `-`).
 pub fn summary_text(r: &Report) -> String {
     let s = &r.summary;
     let mut out = String::new();
-    let pct = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:+.1} %"));
+    let pct = |v: Option<f64>| v.map(|v| format!("{v:+.1} %"));
     let _ = writeln!(
         out,
         "zns repro zraid ({} ms per point after a {} ms ramp)",
         r.runtime_ms, r.ramp_ms
     );
     let _ = writeln!(out, "{:<46} {:>14} {:>14}", "measure", "emulated", "paper");
-    let _ = writeln!(
-        out,
-        "{:<46} {:>14} {:>14}",
+    let mut row = |label: &str, ours: Option<String>, paper: &str| {
+        if let Some(ours) = ours {
+            let _ = writeln!(out, "{label:<46} {ours:>14} {paper:>14}");
+        }
+    };
+    row(
         "Fig. 7 ZRAID vs RAIZN+, 4/16/32/64 KiB (mean)",
         pct(s.f7_gain_le_64k_pct),
-        "+18.1 %"
+        "+18.1 %",
     );
-    let _ = writeln!(
-        out,
-        "{:<46} {:>14} {:>14}",
+    row(
         "  the same with 8 KiB (not in the paper's Fig. 7)",
         pct(s.f7_gain_le_64k_with_8k_pct),
-        "-"
+        "-",
     );
-    let _ = writeln!(
-        out,
-        "{:<46} {:>14} {:>14}",
+    row(
         "Fig. 7 ZRAID vs RAIZN+, bs = 256 KiB (mean)",
         pct(s.f7_gain_256k_pct),
-        "-0.86 %"
+        "-0.86 %",
     );
-    let _ = writeln!(
-        out,
-        "{:<46} {:>14} {:>14}",
+    row(
         "Fig. 7 RAIZN vs RAIZN+ (mean)",
         pct(s.f7_raizn_vs_plus_pct),
-        "lower"
+        "lower",
     );
-    let _ = writeln!(
-        out,
-        "{:<46} {:>14} {:>14}",
+    row(
         "Fig. 7 ZRAID over the 3075/4100/4920 bound (max)",
         pct(s.f7_zraid_over_bound_max_pct),
-        "<= 0 %"
+        "<= 0 %",
     );
-    let _ = writeln!(
-        out,
-        "{:<46} {:>14} {:>14}",
+    row(
         "Fig. 7 ZRAID 16 KiB within 2 % of bound from",
         s.f7_zraid_16k_saturating_zones
-            .map_or("-".to_string(), |z| format!("{z} zones")),
-        "7 zones"
+            .map(|z| format!("{z} zones")),
+        "7 zones",
     );
     for (v, m) in &s.f8_mean_mb_per_s {
         let _ = writeln!(
@@ -990,5 +984,36 @@ mod tests {
         assert!((s.f7_zraid_over_bound_max_pct.unwrap() - 1.0).abs() < 1e-9);
         assert_eq!(s.f11_max_ratio, Some(4.0));
         assert_eq!(s.f11_min_ratio, Some(3.0));
+    }
+
+    #[test]
+    fn the_summary_shows_only_the_figures_that_ran() {
+        let fig11 = vec![
+            pt("11", Variant::RaiznPlus, 4, 15, 500.0),
+            pt("11", Variant::Zraid, 4, 15, 2000.0),
+        ];
+        let report = |points: Vec<Point>| Report {
+            runtime_ms: RUNTIME_MS,
+            ramp_ms: RAMP_MS,
+            summary: summarize(&points),
+            points,
+            files: Vec::new(),
+        };
+        let text = summary_text(&report(fig11));
+        assert!(
+            text.contains("Fig. 11 PM1731a ZRAID / RAIZN+ (max)"),
+            "{text}"
+        );
+        assert!(!text.contains("Fig. 7"), "{text}");
+        let fig7 = vec![
+            pt("7", Variant::RaiznPlus, 4, 4, 1000.0),
+            pt("7", Variant::Zraid, 4, 4, 1500.0),
+        ];
+        let text = summary_text(&report(fig7));
+        assert!(
+            text.contains("Fig. 7 ZRAID vs RAIZN+, 4/16/32/64 KiB (mean)"),
+            "{text}"
+        );
+        assert!(!text.contains("Fig. 11"), "{text}");
     }
 }
