@@ -17,21 +17,22 @@
 
 use serde_json::Value;
 
+use crate::text::{f64_of, u64_of};
+
 /// Number of completion-latency percentile fields in every terse line.
 const PERCENTILE_FIELDS: usize = 20;
 
+/// The value at `path` in `v` (None when a key is missing).
+fn at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a Value> {
+    path.iter().try_fold(v, |v, k| v.get(k))
+}
+
 fn u64_at(v: &Value, path: &[&str]) -> u64 {
-    path.iter()
-        .try_fold(v, |v, k| v.get(k))
-        .and_then(|x| x.as_u64().or_else(|| x.as_f64().map(|f| f as u64)))
-        .unwrap_or(0)
+    u64_of(at(v, path))
 }
 
 fn f64_at(v: &Value, path: &[&str]) -> f64 {
-    path.iter()
-        .try_fold(v, |v, k| v.get(k))
-        .and_then(Value::as_f64)
-        .unwrap_or(0.0)
+    f64_of(at(v, path))
 }
 
 /// min;max;mean;stdev of a latency object in ns, as fio's terse µs.

@@ -82,11 +82,13 @@ pub fn num2str(num: u64, maxlen: usize, base: u64, pow2: bool, unit: Unit) -> St
     format!("{num}.{frac}{}{unit_str}", prefix(post))
 }
 
-fn f64_of(v: Option<&Value>) -> f64 {
+/// A number of a fio JSON document (0 when absent), as the text reads it.
+pub(crate) fn f64_of(v: Option<&Value>) -> f64 {
     v.and_then(Value::as_f64).unwrap_or(0.0)
 }
 
-fn u64_of(v: Option<&Value>) -> u64 {
+/// A count of a fio JSON document (0 when absent or negative).
+pub(crate) fn u64_of(v: Option<&Value>) -> u64 {
     match v {
         Some(x) => x
             .as_u64()
