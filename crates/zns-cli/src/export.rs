@@ -30,7 +30,7 @@ pub struct ExportZonesArgs {
 
 pub fn export_zones(args: ExportZonesArgs) -> Result<ExitCode, CliError> {
     let mut rt = Runtime::new(0);
-    let dev = crate::zone::open_target(&rt, &args.image, args.nsid)?;
+    let dev = crate::zone::open_target(&mut rt, &args.image, args.nsid)?;
     let cfg = dev.config().clone();
     let zones = rt
         .block_on(dev.report_zones(0, ReportFilter::All, cfg.zone_count as usize))

@@ -48,9 +48,10 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 use zns_core::NvmeError;
 use zns_device::trace::{parse_trace, run_trace};
-use zns_device::{Controller, ControllerOptions, DeviceError, Profile, StoreError, StoreKind};
+use zns_device::{Controller, DeviceError, Profile, StoreError, StoreKind};
 use zns_sim::timing::HostStack;
 use zns_sim::Runtime;
+use zns_target::{OpenOptions, OpenedDevice, TargetError, TargetSpec};
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -322,6 +323,36 @@ impl From<DeviceError> for CliError {
     }
 }
 
+/// Opens one emulated controller through zns-target (`TargetSpec::Image` or
+/// `TargetSpec::Profile`); an error is the device's own, as the user sees it
+/// from every command (exit 4 for the OS's side, 3 otherwise).
+fn open_controller(
+    rt: &mut Runtime,
+    spec: &TargetSpec,
+    store: StoreKind,
+    host_stack: HostStack,
+) -> Result<Controller, CliError> {
+    match zns_target::open(rt, spec, &OpenOptions { store, host_stack }) {
+        Ok(OpenedDevice::Controller(c)) => Ok(c),
+        Ok(_) => Err(CliError::Input(format!(
+            "{}: not one emulated controller",
+            spec.name()
+        ))),
+        Err(e) => Err(e.into()),
+    }
+}
+
+impl From<TargetError> for CliError {
+    /// A device that could not be opened or created: the device's error
+    /// (which names the file) as the command's, else bad input.
+    fn from(e: TargetError) -> Self {
+        match e {
+            TargetError::Device { source, .. } => source.into(),
+            other => CliError::Input(other.to_string()),
+        }
+    }
+}
+
 /// Writes the tool's output (see [`out!`]); flushed at once, so that a
 /// failure is seen by the command that caused it.
 fn write_stdout(args: std::fmt::Arguments) -> Result<(), CliError> {
@@ -441,8 +472,7 @@ fn info(args: InfoArgs) -> Result<ExitCode, CliError> {
 fn create(args: CreateArgs) -> Result<ExitCode, CliError> {
     let profile = args.profile.load()?;
     let rt = Runtime::new(0);
-    let ctrl =
-        Controller::create_image(&rt.handle(), profile.clone(), &args.image, HostStack::Spdk)?;
+    let ctrl = zns_target::create_image(&rt, profile.clone(), &args.image, HostStack::Spdk)?;
     drop(ctrl);
     if args.json {
         outln!(
@@ -479,18 +509,15 @@ fn replay(args: ReplayArgs) -> Result<ExitCode, CliError> {
     let mut rt = Runtime::new(args.seed);
     let ctrl = match &args.image {
         Some(path) => {
-            let ctrl = Controller::open_image(&rt.handle(), path, stack)?;
+            let spec = TargetSpec::Image(path.clone());
+            let ctrl = open_controller(&mut rt, &spec, StoreKind::Stamp, stack)?;
             warn_recovery(&ctrl, path);
             ctrl
         }
-        None => Controller::new(
-            &rt.handle(),
-            args.profile.load()?,
-            ControllerOptions {
-                store: StoreKind::Stamp,
-                host_stack: stack,
-            },
-        )?,
+        None => {
+            let spec = TargetSpec::from(args.profile.load()?);
+            open_controller(&mut rt, &spec, StoreKind::Stamp, stack)?
+        }
     };
     let results = rt
         .block_on(run_trace(&ctrl, &commands))

@@ -8,11 +8,13 @@ use std::process::ExitCode;
 use clap::{Args, Subcommand};
 use zns_core::{IoFlags, ReportFilter, ZoneAction, ZoneSendCmd, ZonedDevice};
 use zns_device::trace::{fill_stamps, StatusReport};
-use zns_device::{Controller, EmulatedZns, Profile};
+use zns_device::{EmulatedZns, Profile, StoreKind};
 use zns_sim::timing::HostStack;
 use zns_sim::Runtime;
 
-use crate::{output, warn_recovery, CliError};
+use zns_target::TargetSpec;
+
+use crate::{open_controller, output, warn_recovery, CliError};
 
 /// The image and namespace a zone command works on.
 #[derive(Args)]
@@ -165,9 +167,10 @@ pub(crate) enum ZoneCommand {
     },
 }
 
-/// Opens an image's zoned namespace on a fresh runtime.
+/// Opens an image's zoned namespace on a fresh runtime (through
+/// zns-target, as every device command opens its device).
 pub(crate) fn open_target(
-    rt: &Runtime,
+    rt: &mut Runtime,
     image: &Path,
     nsid: Option<u32>,
 ) -> Result<EmulatedZns, CliError> {
@@ -179,7 +182,8 @@ pub(crate) fn open_target(
             )));
         }
     }
-    let ctrl = Controller::open_image(&rt.handle(), image, HostStack::Spdk)?;
+    let spec = TargetSpec::Image(image.to_path_buf());
+    let ctrl = open_controller(rt, &spec, StoreKind::None, HostStack::Spdk)?;
     warn_recovery(&ctrl, image);
     match nsid {
         Some(n) => ctrl.zoned(n).ok_or_else(|| {
@@ -278,7 +282,7 @@ pub(crate) fn zone(cmd: ZoneCommand) -> Result<ExitCode, CliError> {
                     )))
                 }
             };
-            let dev = open_target(&rt, &target.image, target.nsid)?;
+            let dev = open_target(&mut rt, &target.image, target.nsid)?;
             let cfg = dev.config().clone();
             // the same argument check as the other zone commands
             let start = match slba {
@@ -322,7 +326,7 @@ pub(crate) fn zone(cmd: ZoneCommand) -> Result<ExitCode, CliError> {
         ZoneCommand::Finish { target, sel } => zone_send(&mut rt, target, &sel, ZoneAction::Finish),
         ZoneCommand::Reset { target, sel } => zone_send(&mut rt, target, &sel, ZoneAction::Reset),
         ZoneCommand::ZrwaFlush { target, lba } => {
-            let dev = open_target(&rt, &target.image, target.nsid)?;
+            let dev = open_target(&mut rt, &target.image, target.nsid)?;
             let cmd = ZoneSendCmd {
                 action: ZoneAction::FlushZrwa,
                 slba: lba,
@@ -339,7 +343,7 @@ pub(crate) fn zone(cmd: ZoneCommand) -> Result<ExitCode, CliError> {
             .map(|_| ExitCode::SUCCESS)
         }
         ZoneCommand::Write { target, slba, data } => {
-            let dev = open_target(&rt, &target.image, target.nsid)?;
+            let dev = open_target(&mut rt, &target.image, target.nsid)?;
             let buf = write_buffer(&dev, &data, slba)?;
             let flags = IoFlags::with_fua(data.fua);
             timed(
@@ -358,7 +362,7 @@ pub(crate) fn zone(cmd: ZoneCommand) -> Result<ExitCode, CliError> {
             slba,
             data,
         } => {
-            let dev = open_target(&rt, &target.image, target.nsid)?;
+            let dev = open_target(&mut rt, &target.image, target.nsid)?;
             let zslba = sel_slba(
                 &dev,
                 &ZoneSel {
@@ -385,7 +389,7 @@ pub(crate) fn zone(cmd: ZoneCommand) -> Result<ExitCode, CliError> {
             nlb,
             out,
         } => {
-            let dev = open_target(&rt, &target.image, target.nsid)?;
+            let dev = open_target(&mut rt, &target.image, target.nsid)?;
             let lba_bytes = dev.config().lba_bytes as usize;
             let bytes = nlb
                 .checked_mul(lba_bytes as u64)

@@ -51,7 +51,10 @@
 //! a zoned or a conventional device behind the `zns_core` traits. A RAID
 //! array is not a special case for clients: what they may do differs only
 //! by what the device says (`ZonedDevice::orders_zone_writes`).
-//! [`Devices`] opens each name of a run once, for clients that share it.
+//! [`Devices`] opens each name of a run once, for clients that share it;
+//! [`create_image`] makes a device image (`zns create`). The CLI's device
+//! commands (`zone`, `replay`, `create`, `export-zones`) open through these
+//! too, so a device is opened in one place.
 //! Nothing here reads the wall clock or spawns threads (a real device's
 //! backend does, inside zns-linux).
 
@@ -64,7 +67,9 @@ pub mod spec;
 
 pub use duration::{parse_duration_ns, DurationError};
 pub use error::{SizeError, TargetError};
-pub use open::{is_real_device, open, Devices, Geometry, OpenOptions, OpenedDevice, Target};
+pub use open::{
+    create_image, is_real_device, open, Devices, Geometry, OpenOptions, OpenedDevice, Target,
+};
 pub use raid::RaidSpec;
 pub use size::{check_whole_blocks, parse_bytes};
 pub use spec::TargetSpec;

@@ -156,6 +156,23 @@ pub enum OpenedDevice {
     Real(Rc<dyn ZonedDevice>),
 }
 
+/// Creates a device image of `profile` at `path` (`zns create`): an
+/// emulated controller whose zones and data persist in the file, with
+/// `host_stack`. An existing file is refused (the device's error).
+pub fn create_image(
+    rt: &Runtime,
+    profile: Profile,
+    path: &Path,
+    host_stack: HostStack,
+) -> Result<Controller, TargetError> {
+    Controller::create_image(&rt.handle(), profile, path, host_stack).map_err(|source| {
+        TargetError::Device {
+            context: format!("cannot create device image {}", path.display()),
+            source,
+        }
+    })
+}
+
 /// Opens what `spec` names on `rt` (an array is created there: its members
 /// are formatted).
 pub fn open(
