@@ -18,6 +18,7 @@
 //! nothing that depends on where or when a point ran, so it is the same
 //! for 1 worker, N workers or a cluster (docs/sweep.md).
 
+pub mod kind;
 pub mod local;
 pub mod plot;
 pub mod point;
@@ -25,8 +26,9 @@ pub mod spec;
 pub mod store;
 pub mod table;
 
+pub use kind::RunKind;
 pub use point::{run_params, run_point, HostClock, Point, Record};
-pub use spec::{RunKind, Sweep};
+pub use spec::Sweep;
 
 /// What can go wrong with a sweep (the points' own failures are records,
 /// not errors: see [`Record::error`]).

@@ -16,7 +16,7 @@ use zns_raid::crash_params::CrashParams;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::spec::RunKind;
+use crate::kind::RunKind;
 
 /// A fio job carried by a point (read from the sweep's `job` file).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
