@@ -60,6 +60,7 @@
 
 pub mod duration;
 pub mod error;
+mod name;
 pub mod open;
 pub mod raid;
 pub mod size;

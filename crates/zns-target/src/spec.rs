@@ -1,17 +1,15 @@
 //! What a device name names: [`TargetSpec`], the parse of the one grammar
-//! of device names (crate docs): a profile, a device image, a RAID array or
-//! a real Linux zoned block device; and the grammar of what follows `raid:`
-//! (members are device names themselves), parsed into a [`RaidSpec`].
+//! of device names (crate docs): a profile, a device image, a RAID array
+//! (what follows `raid:` is [`RaidSpec`]'s grammar, in `raid`) or a real
+//! Linux zoned block device.
 
 use std::path::{Path, PathBuf};
 
 use zns_device::Profile;
-use zns_raid::{Policy, RaidOptions, Variant};
-use zns_sim::timing::HostStack;
 
 use crate::error::TargetError;
-use crate::raid::{default_member_stack, RaidSpec};
-use crate::size::parse_bytes;
+use crate::name::image_path;
+use crate::raid::RaidSpec;
 
 /// A device named by a device name, before it is opened.
 #[derive(Debug, Clone)]
@@ -47,10 +45,10 @@ impl TargetSpec {
         if let Some(path) = linux_device_path(name) {
             return Ok(TargetSpec::Linux(PathBuf::from(path)));
         }
-        let builtin = Profile::builtin_names().contains(&name);
-        if !builtin && Path::new(name).is_file() && !name.ends_with(".toml") {
-            return Ok(TargetSpec::Image(PathBuf::from(name)));
+        if let Some(path) = image_path(name) {
+            return Ok(TargetSpec::Image(path));
         }
+        let builtin = Profile::builtin_names().contains(&name);
         // a path that is not there is a missing file, not an unknown profile
         // (built-in profile names have neither dots nor slashes)
         if !builtin && (name.contains('/') || name.contains('.')) && !Path::new(name).exists() {
@@ -99,7 +97,7 @@ impl TargetSpec {
     pub fn name(&self) -> String {
         match self {
             TargetSpec::Profile(p) => p.name.clone(),
-            TargetSpec::Raid(r) => r.to_string(),
+            TargetSpec::Raid(r) => r.report_name(),
             TargetSpec::Image(p) | TargetSpec::Linux(p) => p.display().to_string(),
         }
     }
@@ -114,128 +112,6 @@ impl From<Profile> for TargetSpec {
 impl From<RaidSpec> for TargetSpec {
     fn from(r: RaidSpec) -> TargetSpec {
         TargetSpec::Raid(r)
-    }
-}
-
-/// Parses what follows `raid:`; members are loaded as profiles (built-in
-/// names or TOML files).
-impl std::str::FromStr for RaidSpec {
-    type Err = TargetError;
-    fn from_str(s: &str) -> Result<RaidSpec, TargetError> {
-        let spec = TargetError::Spec;
-        let mut members = Vec::new();
-        let mut images = Vec::new();
-        let mut options = RaidOptions::default();
-        let mut stack: Option<HostStack> = None;
-        let mut aggregate = 1u32;
-        for item in s.split(',').map(str::trim).filter(|x| !x.is_empty()) {
-            if let Some((k, v)) = item.split_once('=') {
-                let v = v.trim();
-                match k.trim() {
-                    "variant" => options.variant = v.parse::<Variant>().map_err(spec)?,
-                    "chunk" => {
-                        options.chunk_bytes = parse_bytes(v)
-                            .map_err(|e| format!("chunk={v}: {e}"))
-                            .and_then(|b| match b {
-                                0 => Err(format!("chunk={v}: a chunk is not empty")),
-                                b => Ok(b),
-                            })
-                            .map_err(spec)?
-                    }
-                    "policy" => options.policy = v.parse::<Policy>().map_err(spec)?,
-                    "stack" => {
-                        stack = Some(v.parse().map_err(|e| spec(format!("stack={v}: {e}")))?)
-                    }
-                    "aggregate" => {
-                        aggregate = v
-                            .parse()
-                            .ok()
-                            .filter(|&k| (1..=64).contains(&k))
-                            .ok_or_else(|| spec(format!("aggregate={v}: expected 1..=64 zones")))?
-                    }
-                    "worker_ns" => {
-                        options.worker_ns_per_write = v
-                            .parse()
-                            .map_err(|_| spec(format!("worker_ns={v}: not a number of ns")))?
-                    }
-                    "pp_mutex_ns" => {
-                        options.pp_mutex_ns = v
-                            .parse()
-                            .map_err(|_| spec(format!("pp_mutex_ns={v}: not a number of ns")))?
-                    }
-                    "worker_copy_ps" | "worker_xor_ps" => {
-                        let n = v
-                            .parse()
-                            .map_err(|_| spec(format!("{k}={v}: not a number of ps per byte")))?;
-                        if k == "worker_copy_ps" {
-                            options.worker_copy_ps_per_byte = n;
-                        } else {
-                            options.worker_xor_ps_per_byte = n;
-                        }
-                    }
-                    other => {
-                        return Err(spec(format!(
-                            "unknown RAID option {other:?} (options: variant, chunk, policy, stack, aggregate, worker_ns, worker_copy_ps, worker_xor_ps, pp_mutex_ns)"
-                        )))
-                    }
-                }
-                continue;
-            }
-            let (count, name) = match item.split_once(['x', '*']) {
-                Some((n, name)) if !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()) => {
-                    let n: usize = n.parse().map_err(|_| spec(format!("{item}: bad count")))?;
-                    (n, name.trim())
-                }
-                _ => (1, item),
-            };
-            if name.is_empty() {
-                return Err(spec(format!(
-                    "{item}: no device after the count (e.g. 5xzn540: five zn540 members; RAID-5 needs at least 3)"
-                )));
-            }
-            if count == 0 || count > 64 {
-                return Err(spec(format!(
-                    "{item}: expected NxDEVICE with 1 ≤ N ≤ 64 (an array has 3 to 64 members)"
-                )));
-            }
-            let index = members.len() + images.len();
-            if name.starts_with("raid:") {
-                return Err(spec(format!("member {index}: an array cannot be a member")));
-            }
-            match TargetSpec::parse(name) {
-                Ok(TargetSpec::Image(path)) if count == 1 => images.push(path),
-                Ok(TargetSpec::Image(_)) => {
-                    return Err(spec(format!(
-                        "{item}: a device image is one member (name each image once)"
-                    )))
-                }
-                _ => {
-                    let profile = Profile::load(name).map_err(|source| TargetError::Profile {
-                        context: format!("member {index} ({name}): "),
-                        source,
-                        hint: "",
-                    })?;
-                    members.extend(std::iter::repeat(profile).take(count));
-                }
-            }
-            if !members.is_empty() && !images.is_empty() {
-                return Err(spec(format!(
-                    "member {index} ({name}): the members are all profiles or all device images"
-                )));
-            }
-        }
-        if members.is_empty() && images.is_empty() {
-            return Err(spec(
-                "no members (e.g. raid:5xzn540 or raid:zn540,zn540,zn540,variant=raizn+)".into(),
-            ));
-        }
-        Ok(RaidSpec {
-            members,
-            images,
-            member_stack: stack.unwrap_or(default_member_stack(options.variant)),
-            options,
-            aggregate,
-        })
     }
 }
 
