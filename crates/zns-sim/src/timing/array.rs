@@ -1,159 +1,27 @@
-//! `FlashArray`: the per-controller timing model. See the module docs of
+//! `FlashArray`: the per-controller timing model, which times each command
+//! through the parts it meets, each a type of its own module: the host's
+//! costs and link (`host`), the front end (`frontend`), the engines' service
+//! times (`engine_cost`), the write buffer (`buffer`), the dies and channels
+//! (`media`, placed by `placement`), read-ahead (`readahead`), the reset
+//! engine (`reset`) and the seeded draws (`draws`). See the module docs of
 //! `timing` and `docs/timing-model.md`.
 
-use super::buffer::{splitmix64, ActivityMeter, WriteBuffer};
-use super::flash::{Channel, Die, Rate, Suspend};
+use super::buffer::WriteBuffer;
+use super::draws::Draws;
+use super::engine_cost;
+use super::flash::Rate;
+use super::frontend::FrontEnd;
+use super::host::{HostCosts, HostLink};
+use super::media::Media;
+use super::op::{FtlPlace, FtlProgram, MediaOp, NamespaceKind};
+use super::placement::DiePlacement;
 use super::profile::{HostStack, InvalidTimingProfile, TimingProfile, ZrwaMedium};
 use super::readahead::{Lookup, ReadAhead, RING};
+use super::reset::{IoClass, ResetEngine};
 
-/// One command as the timing model sees it. Offsets are bytes relative to the
-/// namespace (`Read`, `ConvWrite`) or to the zone start (`zone_offset_bytes`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MediaOp {
-    /// Read of any namespace (zoned or conventional).
-    Read {
-        ns: u32,
-        lba_offset_bytes: u64,
-        bytes: u64,
-    },
-    /// Zoned write at the write pointer (or inside the ZRWA when `zrwa`).
-    /// `implicit_open`: this write moved the zone from Empty/Closed to
-    /// Implicitly Opened.
-    Write {
-        ns: u32,
-        zone: u32,
-        zone_offset_bytes: u64,
-        bytes: u64,
-        implicit_open: bool,
-        zrwa: bool,
-        fua: bool,
-    },
-    /// Zone Append; `zone_offset_bytes` is where the data lands (the write
-    /// pointer the device assigned).
-    Append {
-        ns: u32,
-        zone: u32,
-        zone_offset_bytes: u64,
-        bytes: u64,
-        implicit_open: bool,
-        fua: bool,
-    },
-    /// Write to a conventional (randomly writable) namespace.
-    ConvWrite {
-        ns: u32,
-        lba_offset_bytes: u64,
-        bytes: u64,
-        fua: bool,
-    },
-    /// Data leaving the ZRWA for the zone's flash (implicit flush side effect).
-    /// Background only: it returns when the committed data is programmed,
-    /// which no host command waits for.
-    ZrwaCommit {
-        ns: u32,
-        zone: u32,
-        zone_offset_bytes: u64,
-        bytes: u64,
-    },
-    /// Explicit ZRWA flush command; the commit of `bytes` from
-    /// `zone_offset_bytes` happens in the background.
-    ZrwaFlush {
-        ns: u32,
-        zone: u32,
-        zone_offset_bytes: u64,
-        bytes: u64,
-    },
-    /// Explicit open.
-    Open { ns: u32, zone: u32 },
-    /// Close.
-    Close { ns: u32, zone: u32 },
-    /// Finish: the device programs filler over `capacity_bytes - written_bytes`.
-    Finish {
-        ns: u32,
-        zone: u32,
-        written_bytes: u64,
-        capacity_bytes: u64,
-    },
-    /// Reset. `written_bytes` = host data in the zone; `finished_early` = the
-    /// zone became Full through a Finish (not by being written to capacity).
-    /// A reset of a zone in state Empty changes nothing: use `ZoneMgmtNoop`.
-    Reset {
-        ns: u32,
-        zone: u32,
-        written_bytes: u64,
-        finished_early: bool,
-    },
-    /// Flush (volatile write cache).
-    Flush { ns: u32 },
-    /// A zone-management command that changes nothing (reset of an Empty
-    /// zone, close of a Closed zone, open of an open zone...).
-    ZoneMgmtNoop { ns: u32, zone: u32 },
-    /// Device-side garbage collection of an FTL namespace (background, no
-    /// host overhead): on `die`, read the valid data of `read_units` program
-    /// units of a victim block (every page type of each unit), move `bytes`
-    /// over the die's channel (out and back in, for ECC), and program
-    /// `program_units` units of the die's GC block. Die time in the host
-    /// program class: host reads suspend it at segment boundaries like any
-    /// program; host programs queue behind it. Returns when it ends.
-    ///
-    /// Folding of an SLC cache is the same work with SLC sources: it also
-    /// reads `slc_read_units` SLC program units (one page per plane, sensed
-    /// in `slc_read_ns` each).
-    GcRelocate {
-        ns: u32,
-        die: u32,
-        read_units: u64,
-        bytes: u64,
-        program_units: u64,
-        slc_read_units: u64,
-        slc_read_ns: u64,
-    },
-    /// Block erase on `die` (`erase_ns`, background, host program class).
-    Erase { ns: u32, die: u32 },
-}
-
-/// Where a piece of a read lies on flash, as an FTL namespace's page map
-/// says (`FlashArray::submit_ftl_read`): `bytes` from `unit_offset_bytes`
-/// inside a program unit on `die`. The offset gives the page type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct FtlPlace {
-    pub die: u32,
-    pub unit_offset_bytes: u64,
-    pub bytes: u64,
-    /// Array read time (tR) of the piece if the FTL knows it (an SLC-mode
-    /// block: one page per cell, `ftl.slc_cache.read_ns`); 0 = the page
-    /// type given by the offset in a TLC unit.
-    pub read_ns: u64,
-}
-
-/// One program an FTL namespace's write completed (`submit_ftl_write`):
-/// `bytes` of buffered data programmed on `die` in `program_ns` (a TLC
-/// one-shot unit, or a smaller SLC-mode unit with its own program time).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct FtlProgram {
-    pub die: u32,
-    pub bytes: u64,
-    pub program_ns: u64,
-}
-
-/// How a namespace maps to flash.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NamespaceKind {
-    /// Zones striped over `dies_per_zone` dies (default for undeclared namespaces).
-    Zoned,
-    /// Page-mapped, log-structured over all dies; has its own read/write engines.
-    Conventional,
-}
-
-const CLASS_READ: usize = 0;
-const CLASS_WRITE: usize = 1;
-const CLASS_APPEND: usize = 2;
-const PPM: u64 = 1_000_000;
-/// Salt of the random stream of the out-of-order service of queued writes.
-const REORDER_STREAM: u64 = 0x9E6C_63D0_676A_9A99;
 /// A single command is timed over at most this many program units (larger
 /// commands are beyond any MDTS; the bound keeps `submit` O(1) and hang-free).
 const MAX_UNITS_PER_COMMAND: u64 = 4096;
-const MIB: u128 = 1 << 20;
 /// Latest submission instant the model times as given (2^62 ns, ~146 years).
 /// The clock can be moved further (`Handle::sleep(u64::MAX)`, a trace `wait`);
 /// a command submitted later is timed as if submitted at this instant, so the
@@ -169,58 +37,32 @@ const MAX_SUBMIT_NS: u64 = 1 << 62;
 #[derive(Debug, Clone)]
 pub struct FlashArray {
     profile: TimingProfile,
-    dies: Vec<Die>,
-    channels: Vec<Channel>,
-    n_channels: u64,
-    total_dies: u64,
-    dies_per_zone: u64,
+    /// Dies and channels, and how they read and program.
+    media: Media,
+    /// Which die a program unit is on.
+    place: DiePlacement,
     unit_bytes: u64,
-    stripe_bytes: u64,
-    read_page_ns: [u64; 16],
-    n_page_types: u64,
-    /// How reads suspend host programs: segment, budget, suspend and resume
-    /// costs.
-    sus: Suspend,
-    unit_xfer_ns: u64,
-    host: [(u64, u64); 4],
-    ch_rate: Rate,
+    host: HostCosts,
     conv_rate: Rate,
     zrwa_rate: Rate,
-    fe_free: u64,
-    /// The reads' own front-end lane (`reads_pass_stalled_writes`).
-    fe_read_free: u64,
-    /// Engine start times of the last write-path commands (ring).
-    eng_starts: [u64; 64],
-    eng_pos: usize,
-    eng_slots: usize,
+    /// The front end and the engine queue.
+    fe: FrontEnd,
     write_eng_free: u64,
     append_eng_free: u64,
     conv_read_free: u64,
     conv_write_free: u64,
     zrwa_free: u64,
-    reset_free: u64,
     buffer: WriteBuffer,
     conv_cursor_bytes: u64,
-    /// Next die for a program unit of a zone striped over every die.
-    next_die: u64,
     ns_kinds: Vec<(u32, NamespaceKind)>,
-    meters: [ActivityMeter; 3],
-    reset_hit_acc: u64,
-    draws: u64,
-    /// Draws of the out-of-order service of queued writes (own stream).
-    reorder_draws: u64,
+    /// The reset engine and the recent I/O that slows it.
+    resets: ResetEngine,
+    /// The pseudo-random draws (jitter, out-of-order service).
+    draws: Draws,
     /// Sequential read streams and their prefetch (read-ahead).
     ra: ReadAhead,
-    /// Host link (device → host) busy-until and rate; `None` = unlimited.
-    link_read_free: u64,
-    link_read_rate: Option<Rate>,
-    /// ECC decode of read data, one pipelined stage per channel after the
-    /// channel transfer (`read_decode_mibps`; None = no separate stage).
-    decode_rate: Option<Rate>,
-    decode_free: Vec<u64>,
-    /// GC engine slots (`gc_inflight_units`): when each frees; empty = no
-    /// limit.
-    gc_slots: Vec<u64>,
+    /// Host link (device → host).
+    link: HostLink,
 }
 
 impl FlashArray {
@@ -228,76 +70,32 @@ impl FlashArray {
     pub fn new(profile: &TimingProfile) -> Result<FlashArray, InvalidTimingProfile> {
         profile.validate()?;
         let p = profile.clone();
-        let total = u64::from(p.total_dies());
-        let mut read_page_ns = [0u64; 16];
-        read_page_ns[..p.read_page_ns.len()].copy_from_slice(&p.read_page_ns);
-        let ch_rate = Rate::from_mibps(p.channel_mibps);
         let unit = p.program_unit_bytes();
-        let host = [
-            (p.host_spdk_submit_ns, p.host_spdk_complete_ns),
-            (
-                p.host_io_uring_none_submit_ns,
-                p.host_io_uring_none_complete_ns,
-            ),
-            (
-                p.host_io_uring_mq_deadline_submit_ns,
-                p.host_io_uring_mq_deadline_complete_ns,
-            ),
-            (0, 0),
-        ];
         Ok(FlashArray {
-            dies: vec![Die::default(); total as usize],
-            channels: vec![Channel::default(); p.channels as usize],
-            n_channels: u64::from(p.channels),
-            total_dies: total,
-            dies_per_zone: u64::from(p.dies_per_zone),
+            media: Media::new(&p),
+            place: DiePlacement::new(&p),
             unit_bytes: unit,
-            stripe_bytes: p.page_bytes * u64::from(p.planes_per_die),
-            n_page_types: p.read_page_ns.len() as u64,
-            read_page_ns,
-            sus: Suspend {
-                seg_ns: p.program_suspend_granularity_ns,
-                budget_ns: p.program_suspend_budget_ns,
-                suspend_ns: p.program_suspend_ns,
-                resume_ns: p.program_resume_ns,
-                resume_each_read: false,
-            },
-            unit_xfer_ns: ch_rate.ns(unit),
-            host,
-            ch_rate,
+            host: HostCosts::new(&p),
             conv_rate: Rate::from_mibps(p.conv_write_mibps),
             zrwa_rate: Rate::from_mibps(p.zrwa_medium_mibps.max(1)),
-            fe_free: 0,
-            fe_read_free: 0,
-            eng_starts: [0; 64],
-            eng_pos: 0,
-            eng_slots: p.engine_queue_slots as usize,
+            fe: FrontEnd::new(&p),
             write_eng_free: 0,
             append_eng_free: 0,
             conv_read_free: 0,
             conv_write_free: 0,
             zrwa_free: 0,
-            reset_free: 0,
             buffer: WriteBuffer::new(p.write_buffer_bytes, unit),
             conv_cursor_bytes: 0,
-            next_die: 0,
             ns_kinds: Vec::with_capacity(8),
-            meters: [ActivityMeter::new(p.reset_interference_window_ns); 3],
-            reset_hit_acc: PPM / 2,
-            draws: 0,
-            reorder_draws: 0,
+            resets: ResetEngine::new(&p),
+            draws: Draws::new(&p),
             ra: ReadAhead::new(
                 p.readahead_streams as usize,
                 p.readahead_hit_mibps,
                 u64::from(p.readahead_window_units),
                 p.readahead_trigger_reads,
             ),
-            link_read_free: 0,
-            link_read_rate: (p.host_link_read_mibps > 0)
-                .then(|| Rate::from_mibps(p.host_link_read_mibps)),
-            decode_rate: (p.read_decode_mibps > 0).then(|| Rate::from_mibps(p.read_decode_mibps)),
-            decode_free: vec![0; p.channels as usize],
-            gc_slots: vec![0; p.gc_inflight_units as usize],
+            link: HostLink::new(&p),
             profile: p,
         })
     }
@@ -332,29 +130,24 @@ impl FlashArray {
 
     /// Number of dies.
     pub fn dies(&self) -> u32 {
-        self.total_dies as u32
+        self.place.total_dies as u32
     }
 
     /// End of the programs (host and GC) and erases queued on `die`: an FTL
     /// steering new program units to the least busy die reads this.
     pub fn die_program_until(&self, die: u32) -> u64 {
-        self.dies
-            .get(die as usize)
-            .map_or(0, |d| d.prog_until().max(d.busy_until()))
+        self.media.die_program_until(die as usize)
     }
 
     /// Die time to read every page of one program unit (GC reads).
     pub fn unit_read_ns(&self) -> u64 {
-        let ppp = u64::from(self.profile.pages_per_program);
-        (0..ppp)
-            .map(|pg| self.read_page_ns[(pg % self.n_page_types) as usize])
-            .sum()
+        self.media.unit_read_ns()
     }
 
     /// Virtual time at which all flash work scheduled so far has ended
     /// (programs, filler, reads); a quiescent device is idle from then on.
     pub fn flash_idle_at(&self) -> u64 {
-        self.dies.iter().map(Die::busy_until).max().unwrap_or(0)
+        self.media.idle_at()
     }
 
     /// Returns the virtual time (ns) at which the command completes, as seen by
@@ -363,12 +156,12 @@ impl FlashArray {
     pub fn submit(&mut self, now_ns: u64, stack: HostStack, op: &MediaOp) -> u64 {
         let now_ns = now_ns.min(MAX_SUBMIT_NS);
         let (hs, hc) = if matches!(op, MediaOp::Read { .. }) {
-            self.read_host_costs(stack)
+            self.host.of_read(stack)
         } else {
-            self.host_costs(stack)
+            self.host.of(stack)
         };
         let t = now_ns.saturating_add(hs);
-        let op = self.clamp(*op);
+        let op = op.clamped(MAX_UNITS_PER_COMMAND * self.unit_bytes);
         let done = match op {
             MediaOp::Read {
                 ns,
@@ -376,7 +169,7 @@ impl FlashArray {
                 bytes,
             } => {
                 let d = self.read(t, ns, lba_offset_bytes, bytes, None);
-                self.meters[CLASS_READ].record(t, d);
+                self.resets.record(IoClass::Read, t, d);
                 d
             }
             MediaOp::Write {
@@ -391,7 +184,7 @@ impl FlashArray {
                 self.ra_zone_written(ns, zone, zone_offset_bytes, bytes);
                 let d =
                     self.zoned_write(t, zone, zone_offset_bytes, bytes, implicit_open, zrwa, fua);
-                self.meters[CLASS_WRITE].record(t, d);
+                self.resets.record(IoClass::Write, t, d);
                 d
             }
             MediaOp::Append {
@@ -404,7 +197,7 @@ impl FlashArray {
             } => {
                 self.ra_zone_written(ns, zone, zone_offset_bytes, bytes);
                 let d = self.append(t, zone, zone_offset_bytes, bytes, implicit_open, fua);
-                self.meters[CLASS_APPEND].record(t, d);
+                self.resets.record(IoClass::Append, t, d);
                 d
             }
             MediaOp::ConvWrite {
@@ -416,7 +209,7 @@ impl FlashArray {
                 self.ra
                     .written(ns, 0, lba_offset_bytes, bytes, self.unit_bytes);
                 let d = self.conv_write(t, ns, bytes, fua, None);
-                self.meters[CLASS_WRITE].record(t, d);
+                self.resets.record(IoClass::Write, t, d);
                 d
             }
             MediaOp::ZrwaCommit {
@@ -434,13 +227,13 @@ impl FlashArray {
                 bytes,
                 ..
             } => {
-                let fe = self.frontend(t);
+                let fe = self.fe.pass(t);
                 self.commit(fe, zone, zone_offset_bytes, bytes);
                 fe + self.profile.zrwa_flush_ns
             }
-            MediaOp::Open { .. } => self.frontend(t) + self.profile.open_ns,
-            MediaOp::Close { .. } => self.frontend(t) + self.profile.close_ns,
-            MediaOp::ZoneMgmtNoop { .. } => self.frontend(t) + self.profile.zone_mgmt_noop_ns,
+            MediaOp::Open { .. } => self.fe.pass(t) + self.profile.open_ns,
+            MediaOp::Close { .. } => self.fe.pass(t) + self.profile.close_ns,
+            MediaOp::ZoneMgmtNoop { .. } => self.fe.pass(t) + self.profile.zone_mgmt_noop_ns,
             MediaOp::Finish {
                 ns,
                 zone,
@@ -470,14 +263,21 @@ impl FlashArray {
             } => {
                 // Background: no host overhead, nobody waits for it.
                 let slc_ns = slc_read_units.saturating_mul(slc_read_ns);
-                return self.gc_relocate(now_ns, die, read_units, slc_ns, bytes, program_units);
+                let die = self.place.die(die);
+                return self.media.gc_relocate(
+                    now_ns,
+                    die,
+                    read_units,
+                    slc_ns,
+                    bytes,
+                    program_units,
+                );
             }
             MediaOp::Erase { die, .. } => {
-                let d = (u64::from(die) % self.total_dies) as usize;
-                return self.dies[d].program(now_ns, self.profile.erase_ns, self.sus.seg_ns);
+                return self.media.erase(self.place.die(die), now_ns);
             }
             MediaOp::Flush { .. } => {
-                let fe = self.frontend(t) + self.profile.flush_ns;
+                let fe = self.fe.pass(t) + self.profile.flush_ns;
                 if self.profile.write_buffer_power_loss_protected {
                     fe
                 } else {
@@ -505,13 +305,13 @@ impl FlashArray {
         units: &[FtlProgram],
     ) -> u64 {
         let now_ns = now_ns.min(MAX_SUBMIT_NS);
-        let (hs, hc) = self.host_costs(stack);
+        let (hs, hc) = self.host.of(stack);
         let t = now_ns.saturating_add(hs);
         let bytes = bytes.min(MAX_UNITS_PER_COMMAND * self.unit_bytes);
         self.ra
             .written(ns, 0, lba_offset_bytes, bytes, self.unit_bytes);
         let d = self.conv_write(t, ns, bytes, fua, Some(units));
-        self.meters[CLASS_WRITE].record(t, d);
+        self.resets.record(IoClass::Write, t, d);
         d.saturating_add(hc)
     }
 
@@ -530,225 +330,31 @@ impl FlashArray {
         places: &[FtlPlace],
     ) -> u64 {
         let now_ns = now_ns.min(MAX_SUBMIT_NS);
-        let (hs, hc) = self.read_host_costs(stack);
+        let (hs, hc) = self.host.of_read(stack);
         let t = now_ns.saturating_add(hs);
         let bytes = bytes.min(MAX_UNITS_PER_COMMAND * self.unit_bytes);
         let d = self.read(t, ns, lba_offset_bytes, bytes, Some(places));
-        self.meters[CLASS_READ].record(t, d);
+        self.resets.record(IoClass::Read, t, d);
         d.saturating_add(hc)
-    }
-
-    /// Host costs of a read: under mq-deadline a read may cost less than a
-    /// write (`host_io_uring_mq_deadline_read_*_ns`).
-    #[inline]
-    fn read_host_costs(&self, stack: HostStack) -> (u64, u64) {
-        let (hs, hc) = self.host_costs(stack);
-        if stack == HostStack::IoUringMqDeadline {
-            let p = &self.profile;
-            (
-                p.host_io_uring_mq_deadline_read_submit_ns.unwrap_or(hs),
-                p.host_io_uring_mq_deadline_read_complete_ns.unwrap_or(hc),
-            )
-        } else {
-            (hs, hc)
-        }
-    }
-
-    #[inline]
-    fn host_costs(&self, stack: HostStack) -> (u64, u64) {
-        self.host[match stack {
-            HostStack::Spdk => 0,
-            HostStack::IoUringNone => 1,
-            HostStack::IoUringMqDeadline => 2,
-            HostStack::Device => 3,
-        }]
     }
 
     // ------------------------------------------------------------ internals
 
-    /// Sizes beyond any real command (more than `MAX_UNITS_PER_COMMAND`
-    /// program units) are timed as that size, so that no input can overflow
-    /// the arithmetic or make `submit` loop for long.
-    fn clamp(&self, mut op: MediaOp) -> MediaOp {
-        let max = MAX_UNITS_PER_COMMAND * self.unit_bytes;
-        let cap = |v: &mut u64| *v = (*v).min(max);
-        match &mut op {
-            MediaOp::Read { bytes, .. }
-            | MediaOp::Write { bytes, .. }
-            | MediaOp::Append { bytes, .. }
-            | MediaOp::ConvWrite { bytes, .. }
-            | MediaOp::ZrwaCommit { bytes, .. }
-            | MediaOp::ZrwaFlush { bytes, .. } => cap(bytes),
-            MediaOp::Finish {
-                written_bytes,
-                capacity_bytes,
-                ..
-            } => {
-                *written_bytes = (*written_bytes).min(1 << 50);
-                *capacity_bytes = (*capacity_bytes).min(1 << 50);
-            }
-            MediaOp::Reset { written_bytes, .. } => *written_bytes = (*written_bytes).min(1 << 50),
-            MediaOp::GcRelocate {
-                read_units,
-                bytes,
-                program_units,
-                slc_read_units,
-                slc_read_ns,
-                ..
-            } => {
-                *read_units = (*read_units).min(1 << 24);
-                *slc_read_units = (*slc_read_units).min(1 << 24);
-                *slc_read_ns = (*slc_read_ns).min(1 << 30);
-                *program_units = (*program_units).min(1 << 24);
-                *bytes = (*bytes).min(1 << 50);
-            }
-            MediaOp::Erase { .. }
-            | MediaOp::Open { .. }
-            | MediaOp::Close { .. }
-            | MediaOp::Flush { .. }
-            | MediaOp::ZoneMgmtNoop { .. } => {}
-        }
-        op
-    }
-
-    #[inline]
-    fn frontend(&mut self, t: u64) -> u64 {
-        let e = t.max(self.fe_free) + self.profile.frontend_ns;
-        self.fe_free = e;
-        e
-    }
-
-    /// The front end for a read: the shared FIFO, or with
-    /// `reads_pass_stalled_writes` the reads' own lane, which writes stalled
-    /// for engine or buffer room do not hold.
-    #[inline]
-    fn frontend_read(&mut self, t: u64) -> u64 {
-        if !self.profile.reads_pass_stalled_writes {
-            return self.frontend(t);
-        }
-        let e = t.max(self.fe_read_free) + self.profile.frontend_ns;
-        self.fe_read_free = e;
-        e
-    }
-
-    /// A write-path command entered its engine at `es`: the front end may pass
-    /// a new command only once the engine queue has room, i.e. once the
-    /// command `engine_queue_slots` places back has started.
-    #[inline]
-    fn engine_entered(&mut self, es: u64) {
-        self.eng_starts[self.eng_pos] = es;
-        self.eng_pos = (self.eng_pos + 1) % 64;
-        let oldest = self.eng_starts[(self.eng_pos + 64 - self.eng_slots) % 64];
-        self.fe_free = self.fe_free.max(oldest);
-    }
-
-    /// Uniform jitter in [-j, +j] around `t` (deterministic from the seed).
-    #[inline]
-    fn jitter(&mut self, t: u64) -> u64 {
-        let j = self.profile.io_jitter_ns;
-        if j == 0 {
-            return t;
-        }
-        self.draws += 1;
-        let r = splitmix64(self.profile.seed ^ splitmix64(self.draws)) % (2 * j + 1);
-        (t + r).saturating_sub(j)
-    }
-
-    /// Out-of-order service of queued writes: a write (append) that waited
-    /// `wait` ns for its engine and for buffer room completes at a point
-    /// drawn uniformly within +/- `write_queue_reorder_ppm` of that wait
-    /// around its arrival-order completion `d` (deterministic from the seed,
-    /// own stream). Never earlier than an idle device would complete it; the
-    /// engine and buffer reservations stay as they are, so throughput does
-    /// not change.
-    #[inline]
-    fn out_of_order(&mut self, d: u64, wait: u64, fua: bool) -> u64 {
-        let ppm = self.profile.write_queue_reorder_ppm;
-        if ppm == 0 || wait == 0 || (fua && !self.profile.write_buffer_power_loss_protected) {
-            return d;
-        }
-        let span = (u128::from(wait) * u128::from(ppm) / u128::from(PPM)) as u64;
-        if span == 0 {
-            return d;
-        }
-        // Its own stream, so that the other draws (jitter) are unchanged.
-        self.reorder_draws += 1;
-        let r = splitmix64(self.profile.seed ^ REORDER_STREAM ^ splitmix64(self.reorder_draws));
-        d - span + r % (2 * span + 1)
-    }
-
-    /// Host transfer granules a write of `bytes` at zone offset `off`
-    /// touches, and whether its first or last one is only partly written.
-    #[inline]
-    fn granules(&self, off: u64, bytes: u64) -> (u64, bool) {
-        let g = self.profile.host_xfer_unit_bytes;
-        if !self.profile.write_granules_by_lba {
-            return (bytes.div_ceil(g).max(1), bytes < g);
-        }
-        let end = off.saturating_add(bytes.max(1));
-        let spanned = end.div_ceil(g) - off / g;
-        (spanned, off % g != 0 || end % g != 0)
-    }
-
-    #[inline]
-    fn extra_units(&self, bytes: u64) -> u64 {
-        bytes
-            .div_ceil(self.profile.host_xfer_unit_bytes)
-            .saturating_sub(1)
-    }
-
-    /// Die holding program unit `k` of `zone`.
-    #[inline]
-    fn zone_die(&self, zone: u64, k: u64) -> usize {
-        let dpz = self.dies_per_zone;
-        let base = zone.wrapping_mul(dpz) % self.total_dies;
-        ((base + k.wrapping_add(zone) % dpz) % self.total_dies) as usize
-    }
-
-    /// Die that programs the next unit of `zone` (unit `k`). A zone striped
-    /// over every die takes the dies in arrival order (one rotating pointer
-    /// for all zones), which keeps them equally loaded whatever the number of
-    /// zones being written; otherwise the unit goes to its static place.
-    #[inline]
-    fn program_die(&mut self, zone: u64, k: u64) -> usize {
-        if self.dies_per_zone == self.total_dies {
-            self.rotate_die()
-        } else {
-            self.zone_die(zone, k)
-        }
-    }
-
-    /// The next die in arrival order (shared by every striped zone and the
-    /// log-structured conventional namespace).
-    #[inline]
-    fn rotate_die(&mut self) -> usize {
-        let d = self.next_die;
-        self.next_die = (d + 1) % self.total_dies;
-        d as usize
-    }
-
-    /// Die assumed to hold program unit `k` of a conventional namespace (for
-    /// reads; the page map is not modelled): the units of a namespace written
-    /// in LBA order lie on consecutive dies, as the log-structured writes put
-    /// them (one die after the other), so a sequential or multi-unit read
-    /// spreads over dies and channels; a random read lands on a uniformly
-    /// random die.
-    #[inline]
-    fn conv_die(&self, k: u64) -> usize {
-        (k % self.total_dies) as usize
-    }
-
     /// Programs one unit (of which `bytes` are buffered data) on `die` once
-    /// its data is complete at `t`; returns the end of the program.
+    /// its data is complete at `t`, and frees its buffer room then; returns
+    /// the end of the program.
     fn program_unit(&mut self, t: u64, die: usize, bytes: u64) -> u64 {
-        let tp = self.profile.program_ns;
-        let ch = (die as u64 % self.n_channels) as usize;
-        // One cached unit per die: the transfer may overlap the previous program.
-        let xs = t.max(self.dies[die].prog_until().saturating_sub(tp));
-        let xe = self.channels[ch].program_xfer(xs, self.unit_xfer_ns);
-        let pe = self.dies[die].program(xe, tp, self.sus.seg_ns);
+        let pe = self.media.program_unit(t, die);
         self.buffer.release_at(pe, bytes);
         pe
+    }
+
+    /// Array read of bytes `[cs, ce)` of the unit at `unit_start` on `die`
+    /// from `t` (`Media::read`; programs suspend as the buffer's admissions
+    /// say).
+    fn flash_read(&mut self, t: u64, die: usize, unit_start: u64, cs: u64, ce: u64) -> u64 {
+        let admitting = self.buffer.admitting_until();
+        self.media.read(t, die, unit_start, (cs, ce), admitting)
     }
 
     /// Schedules the programs of the units of `zone` completed by data
@@ -761,14 +367,14 @@ impl FlashArray {
         let mut last = t;
         let k_end = (end / unit).min(off / unit + MAX_UNITS_PER_COMMAND);
         for k in (off / unit)..k_end {
-            let die = self.program_die(zone, k);
+            let die = self.place.program_die(zone, k);
             last = last.max(self.program_unit(t, die, unit));
         }
         // A zone capacity that is not a multiple of the program unit ends in
         // a partial unit, programmed (padded) when the data reaches capacity.
         let tail = cap % unit;
         if tail != 0 && off < cap && end >= cap && cap - off <= MAX_UNITS_PER_COMMAND * unit {
-            let die = self.program_die(zone, cap / unit);
+            let die = self.place.program_die(zone, cap / unit);
             last = last.max(self.program_unit(t, die, tail));
         }
         last
@@ -783,27 +389,9 @@ impl FlashArray {
         let mut d = adm.max(last_prog);
         let open_unit_bytes = end_off % self.unit_bytes;
         if open_unit_bytes != 0 {
-            d = d.max(adm + self.unit_xfer_ns + self.profile.program_ns);
+            d = d.max(adm + self.media.unit_xfer_ns + self.profile.program_ns);
         }
         d
-    }
-
-    /// Service time of the write or append engine for one command: a base
-    /// cost, an extra for requests below one host transfer unit, and a cost
-    /// per further transfer unit.
-    fn engine_service_ns(
-        &self,
-        base_ns: u64,
-        small_extra_ns: u64,
-        per_extra_unit_ns: u64,
-        bytes: u64,
-    ) -> u64 {
-        let small = if bytes < self.profile.host_xfer_unit_bytes {
-            small_extra_ns
-        } else {
-            0
-        };
-        base_ns + small + per_extra_unit_ns.saturating_mul(self.extra_units(bytes))
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -818,28 +406,7 @@ impl FlashArray {
         fua: bool,
     ) -> u64 {
         let p = &self.profile;
-        // A write pays per host transfer granule, and the sub-granule
-        // (read-modify-write) extra; with `write_granules_by_lba` by the
-        // granules it touches: an 8 KiB write at a 4 KiB offset touches two,
-        // both partial (issue 16: mq-deadline's merged requests start
-        // wherever the previous dispatch ended).
-        let (spanned, partial) = self.granules(off, bytes);
-        let svc = p.write_engine_ns
-            + if partial {
-                p.write_engine_small_extra_ns
-            } else {
-                0
-            }
-            + p.write_engine_per_extra_unit_ns
-                .saturating_mul(spanned.saturating_sub(1));
-        // Background part of a sub-granule write's extra: the engine does it
-        // after the data is admitted, the completion does not wait for it.
-        let bg = if partial {
-            p.write_engine_small_background_ns
-        } else {
-            0
-        };
-        let svc = svc - bg;
+        let (svc, bg) = engine_cost::write_ns(p, off, bytes);
         let extra = if implicit_open {
             p.implicit_open_write_extra_ns
         } else {
@@ -847,9 +414,9 @@ impl FlashArray {
         };
         let complete = p.write_complete_ns + extra;
         let medium = p.zrwa_medium;
-        let fe = self.frontend(t);
+        let fe = self.fe.pass(t);
         let es = fe.max(self.write_eng_free);
-        self.engine_entered(es);
+        self.fe.engine_entered(es);
         let ee = es + svc;
         if zrwa {
             // ZRWA data is not programmed until committed; the write waits only
@@ -883,13 +450,13 @@ impl FlashArray {
                     adm
                 }
             };
-            let mut d = self.jitter(ready + complete);
+            let mut d = self.draws.jitter(ready + complete);
             if fua && !self.profile.write_buffer_power_loss_protected {
                 // FUA without power-loss protection: the data must be on the
                 // non-volatile medium.
                 match medium {
                     ZrwaMedium::WriteBuffer => {
-                        d = d.max(ready + self.unit_xfer_ns + self.profile.program_ns);
+                        d = d.max(ready + self.media.unit_xfer_ns + self.profile.program_ns);
                     }
                     ZrwaMedium::Flash => d = d.max(self.zrwa_free + complete),
                     ZrwaMedium::Dram => {}
@@ -901,8 +468,10 @@ impl FlashArray {
         self.write_eng_free = adm + bg;
         let last = self.schedule_zone_range(adm, zone, off, bytes);
         let d = self.write_path_done(adm, last, off.saturating_add(bytes), fua) + complete;
-        let d = self.out_of_order(d, adm.saturating_sub(fe + svc), fua);
-        self.jitter(d)
+        let d = self
+            .draws
+            .out_of_order(d, adm.saturating_sub(fe + svc), fua);
+        self.draws.jitter(d)
     }
 
     fn append(
@@ -915,27 +484,24 @@ impl FlashArray {
         fua: bool,
     ) -> u64 {
         let p = &self.profile;
-        let svc = self.engine_service_ns(
-            p.append_engine_ns,
-            p.append_engine_small_extra_ns,
-            p.append_engine_per_extra_unit_ns,
-            bytes,
-        );
+        let svc = engine_cost::append_ns(p, bytes);
         let extra = if implicit_open {
             p.implicit_open_append_extra_ns
         } else {
             0
         };
         let complete = p.append_complete_ns + extra;
-        let fe = self.frontend(t);
+        let fe = self.fe.pass(t);
         let es = fe.max(self.append_eng_free);
-        self.engine_entered(es);
+        self.fe.engine_entered(es);
         let adm = self.buffer.admit(es + svc, bytes, true);
         self.append_eng_free = adm;
         let last = self.schedule_zone_range(adm, zone, off, bytes);
         let d = self.write_path_done(adm, last, off.saturating_add(bytes), fua) + complete;
-        let d = self.out_of_order(d, adm.saturating_sub(fe + svc), fua);
-        self.jitter(d)
+        let d = self
+            .draws
+            .out_of_order(d, adm.saturating_sub(fe + svc), fua);
+        self.draws.jitter(d)
     }
 
     fn conv_write(
@@ -957,9 +523,9 @@ impl FlashArray {
         };
         let svc = base.max(self.conv_rate.ns(bytes));
         let complete = p.write_complete_ns;
-        let fe = self.frontend(t);
+        let fe = self.fe.pass(t);
         let es = fe.max(self.conv_write_free);
-        self.engine_entered(es);
+        self.fe.engine_entered(es);
         let adm = self.buffer.admit(es + svc, bytes, true);
         self.conv_write_free = adm;
         // Log-structured: data fills program units in arrival order.
@@ -978,24 +544,24 @@ impl FlashArray {
             // not programmed before the engine can take new work (its first
             // slot frees): the host cannot run ahead of the GC its writes
             // owe, whichever die its units land on.
-            let gate = self.gc_slots.iter().copied().min().unwrap_or(0);
+            let gate = self.media.gc_gate();
             for u in units.iter().take(MAX_UNITS_PER_COMMAND as usize) {
-                let die = (u64::from(u.die) % self.total_dies) as usize;
+                let die = self.place.die(u.die);
                 let ub = u.bytes.min(unit);
-                let ch = (die as u64 % self.n_channels) as usize;
-                let xe = self.channels[ch].program_xfer(adm, self.ch_rate.ns(ub));
-                let pe = self.dies[die].program(xe.max(gate), u.program_ns, self.sus.seg_ns);
+                let pe = self
+                    .media
+                    .program_ftl_unit(adm, gate, die, ub, u.program_ns);
                 self.buffer.release_at(pe, ub);
                 last = last.max(pe);
             }
         } else if new >= old {
             for _ in (old / unit)..(new / unit).min(old / unit + MAX_UNITS_PER_COMMAND) {
-                let die = self.rotate_die();
+                let die = self.place.rotate_die();
                 last = last.max(self.program_unit(adm, die, unit));
             }
         }
         let d = self.write_path_done(adm, last, new, fua) + complete;
-        self.jitter(d)
+        self.draws.jitter(d)
     }
 
     /// ZRWA data `[off, off + bytes)` of `zone` moves into the write buffer and
@@ -1005,66 +571,9 @@ impl FlashArray {
         self.schedule_zone_range(t, zone, off, bytes)
     }
 
-    /// How a read at `t` suspends programs: while writes wait for
-    /// write-buffer room (the latest admission is later than `t`), the
-    /// controller resumes the program after every read.
-    fn sus_at(&self, t: u64) -> Suspend {
-        let mut s = self.sus;
-        s.resume_each_read = self.buffer.admitting_until() > t;
-        s
-    }
-
-    /// Array read of bytes `[cs, ce)` of the program unit starting at
-    /// `unit_start` on `die`, from `t`: tR of the slowest page type touched,
-    /// then the channel transfer. Returns when the data is in the controller.
-    fn flash_read(&mut self, t: u64, die: usize, unit_start: u64, cs: u64, ce: u64) -> u64 {
-        let first = (cs - unit_start) / self.stripe_bytes;
-        let last = (ce - 1 - unit_start) / self.stripe_bytes;
-        if self.profile.read_pages_serial && last > first {
-            // One sense per page, each page's data out over the channel
-            // before the next sense (the page register holds one page).
-            let ch = (die as u64 % self.n_channels) as usize;
-            let mut at = t;
-            for pg in first..=last {
-                let ps = cs.max(unit_start + pg * self.stripe_bytes);
-                let pe = ce.min(unit_start + (pg + 1) * self.stripe_bytes);
-                let tr = self.read_page_ns[(pg % self.n_page_types) as usize];
-                let sus = self.sus_at(at);
-                let re = self.dies[die].read(at, tr, sus);
-                let xe = self.channels[ch].read_xfer(re, self.ch_rate.ns(pe - ps));
-                at = self.decode(ch, xe, pe - ps);
-            }
-            return at;
-        }
-        let mut tr = 0;
-        for pg in first..=last.min(first + self.n_page_types - 1) {
-            tr = tr.max(self.read_page_ns[(pg % self.n_page_types) as usize]);
-        }
-        let sus = self.sus_at(t);
-        let re = self.dies[die].read(t, tr, sus);
-        let ch = (die as u64 % self.n_channels) as usize;
-        let xe = self.channels[ch].read_xfer(re, self.ch_rate.ns(ce - cs));
-        self.decode(ch, xe, ce - cs)
-    }
-
-    /// ECC decode of `bytes` of read data that left channel `ch` at `t`:
-    /// the channel's decoder is a serial stage of its own (pipelined with
-    /// the transfers); returns when the data is decoded.
-    #[inline]
-    fn decode(&mut self, ch: usize, t: u64, bytes: u64) -> u64 {
-        match self.decode_rate {
-            None => t,
-            Some(rate) => {
-                let s = t.max(self.decode_free[ch]);
-                self.decode_free[ch] = s + rate.ns(bytes);
-                self.decode_free[ch]
-            }
-        }
-    }
-
     fn read(&mut self, t: u64, ns: u32, off: u64, bytes: u64, places: Option<&[FtlPlace]>) -> u64 {
         let conv = self.namespace_kind(ns) == NamespaceKind::Conventional;
-        let fe = self.frontend_read(t);
+        let fe = self.fe.pass_read(t);
         let unit = self.unit_bytes;
         let end = off.saturating_add(bytes.min(MAX_UNITS_PER_COMMAND * unit));
         // Read-ahead: a hit is served from the prefetched data; a read that
@@ -1122,14 +631,11 @@ impl FlashArray {
                 let cs = p.unit_offset_bytes.min(unit - 1);
                 let ce = cs.saturating_add(p.bytes).min(unit);
                 if ce > cs {
-                    let die = (u64::from(p.die) % self.total_dies) as usize;
+                    let die = self.place.die(p.die);
                     let e = if p.read_ns > 0 {
                         // SLC-mode block: one page type, its own tR.
-                        let sus = self.sus_at(t0);
-                        let re = self.dies[die].read(t0, p.read_ns, sus);
-                        let ch = (die as u64 % self.n_channels) as usize;
-                        let xe = self.channels[ch].read_xfer(re, self.ch_rate.ns(ce - cs));
-                        self.decode(ch, xe, ce - cs)
+                        let admitting = self.buffer.admitting_until();
+                        self.media.read_slc(t0, die, p.read_ns, ce - cs, admitting)
                     } else {
                         self.flash_read(t0, die, 0, cs, ce)
                     };
@@ -1141,13 +647,13 @@ impl FlashArray {
         while pos < end {
             let (die, unit_start, limit) = if conv {
                 let k = pos / unit;
-                (self.conv_die(k), k * unit, u64::MAX)
+                (self.place.conv_die(k), k * unit, u64::MAX)
             } else {
                 let in_zone = pos % zs;
                 let k = in_zone / unit;
                 let zone_start = pos - in_zone;
                 (
-                    self.zone_die(pos / zs, k),
+                    self.place.zone_die(pos / zs, k),
                     zone_start + k * unit,
                     zone_start.saturating_add(zs),
                 )
@@ -1159,25 +665,8 @@ impl FlashArray {
         if let Some((i, limit)) = cont {
             self.ra_continue(t0, conv, i, limit, end);
         }
-        let link = self.link_read(fe, end - off);
+        let link = self.link.read(fe, end - off);
         done.max(link) + self.profile.read_complete_ns + self.profile.read_flash_extra_ns
-    }
-
-    /// The host link's share of a read of `bytes` whose command passed the
-    /// front end at `t`: link time is reserved in command order (front-end
-    /// times never decrease), `bytes / host_link_read_mibps` per read, and
-    /// the read cannot complete before its slot ends. An idle link adds
-    /// nothing (the slot ends long before the flash data is there); a
-    /// saturated one caps read bandwidth at the link rate.
-    fn link_read(&mut self, t: u64, bytes: u64) -> u64 {
-        match self.link_read_rate {
-            None => t,
-            Some(rate) => {
-                let s = t.max(self.link_read_free);
-                self.link_read_free = s + rate.ns(bytes);
-                self.link_read_free
-            }
-        }
     }
 
     /// Stream `i` was continued by a flash read ending at `end`: once the run
@@ -1209,7 +698,7 @@ impl FlashArray {
             self.unit_bytes,
             self.profile.readahead_hit_ns,
         );
-        hit_done.max(self.link_read(t, end - off)) + self.profile.read_complete_ns
+        hit_done.max(self.link.read(t, end - off)) + self.profile.read_complete_ns
     }
 
     /// Prefetches the units of stream `i` not yet issued, up to unit `upto`
@@ -1226,9 +715,9 @@ impl FlashArray {
             let ce = us.saturating_add(unit).min(limit);
             let r = if cs < ce {
                 let die = if conv {
-                    self.conv_die(k)
+                    self.place.conv_die(k)
                 } else {
-                    self.zone_die(zone, k)
+                    self.place.zone_die(zone, k)
                 };
                 self.flash_read(t, die, us, cs, ce)
             } else {
@@ -1256,59 +745,8 @@ impl FlashArray {
         self.ra.zone_dropped(ns, base);
     }
 
-    /// Garbage-collection relocation on one die (see `MediaOp::GcRelocate`).
-    fn gc_relocate(
-        &mut self,
-        t: u64,
-        die: u32,
-        read_units: u64,
-        slc_read_ns: u64,
-        bytes: u64,
-        program_units: u64,
-    ) -> u64 {
-        let die = (u64::from(die) % self.total_dies) as usize;
-        let unit_read = self.unit_read_ns();
-        let reads = read_units
-            .saturating_mul(unit_read)
-            .saturating_add(slc_read_ns);
-        let ch = (die as u64 % self.n_channels) as usize;
-        let xe = self.channels[ch].program_xfer(t, self.ch_rate.ns(bytes.saturating_mul(2)));
-        if self.gc_slots.is_empty() || program_units == 0 {
-            let dur = reads.saturating_add(program_units.saturating_mul(self.profile.program_ns));
-            return self.dies[die].program(t, dur, self.sus.seg_ns).max(xe);
-        }
-        // GC engine slots: each relocated unit (its share of the reads, then
-        // its program) starts once its die has finished the work queued
-        // before it and a slot is free: the slot freed last before then
-        // (best fit, so a die's units follow each other in one slot), else
-        // the one that frees first; the slot is busy until the program
-        // ends. Very large requests go in at most 1024 pieces.
-        let pieces = program_units.min(1024);
-        let mut e = t;
-        for j in 0..pieces {
-            let units = program_units * (j + 1) / pieces - program_units * j / pieces;
-            let r = reads * (j + 1) / pieces - reads * j / pieces;
-            let dur = r.saturating_add(units.saturating_mul(self.profile.program_ns));
-            let ready = t.max(self.dies[die].prog_until());
-            let mut fit: Option<(usize, u64)> = None;
-            let mut first = (0usize, u64::MAX);
-            for (k, &f) in self.gc_slots.iter().enumerate() {
-                if f <= ready && fit.map_or(true, |(_, b)| f > b) {
-                    fit = Some((k, f));
-                }
-                if f < first.1 {
-                    first = (k, f);
-                }
-            }
-            let (k, free) = fit.unwrap_or(first);
-            e = self.dies[die].program(ready.max(free), dur, self.sus.seg_ns);
-            self.gc_slots[k] = e;
-        }
-        e.max(xe)
-    }
-
     fn finish(&mut self, t: u64, zone: u32, written: u64, capacity: u64) -> u64 {
-        let fe = self.frontend(t);
+        let fe = self.fe.pass(t);
         if written == 0 || written >= capacity {
             return fe + self.profile.finish_empty_ns;
         }
@@ -1318,14 +756,14 @@ impl FlashArray {
         // The open unit: pad and program what is buffered.
         let partial = written % unit;
         if partial != 0 {
-            let die = self.program_die(zone64, written / unit);
+            let die = self.place.program_die(zone64, written / unit);
             last = last.max(self.program_unit(fe, die, partial));
         }
         // Filler for every remaining unit, on the zone's dies, lowest priority.
         let k0 = written.div_ceil(unit);
         let k_end = capacity.div_ceil(unit);
         let n = k_end.saturating_sub(k0);
-        let dpz = self.dies_per_zone;
+        let dpz = self.place.dies_per_zone;
         let per = n / dpz;
         let rem = n % dpz;
         let first_j = (k0 + zone64) % dpz;
@@ -1333,57 +771,22 @@ impl FlashArray {
         for i in 0..dpz.min(n) {
             let j = (first_j + i) % dpz;
             let count = per + u64::from(i < rem);
-            let die = ((zone64 * dpz + j) % self.total_dies) as usize;
-            last = last.max(self.dies[die].fill(fe, count.saturating_mul(tp)));
+            let die = ((zone64 * dpz + j) % self.place.total_dies) as usize;
+            last = last.max(self.media.fill(die, fe, count.saturating_mul(tp)));
         }
         last + self.profile.finish_base_ns
     }
 
     fn reset(&mut self, t: u64, written: u64, finished_early: bool) -> u64 {
-        let fe = self.frontend(t);
+        let fe = self.fe.pass(t);
         let p = &self.profile;
-        let cap = p.zone_capacity_bytes;
-        let mut cost = u128::from(p.reset_base_ns)
-            + u128::from(p.reset_per_written_mib_ns) * u128::from(written) / MIB;
-        if !finished_early {
-            if written >= cap {
-                cost += u128::from(p.reset_full_extra_ns);
-            } else if written > 0 {
-                let sat = p.reset_partial_saturation_bytes.max(1);
-                cost += u128::from(p.reset_partial_extra_ns) * u128::from(written.min(sat))
-                    / u128::from(sat);
-            }
-        }
-        // Jitter, uniform in +/- reset_jitter_ppm.
-        let j = p.reset_jitter_ppm;
-        if j > 0 {
-            self.draws += 1;
-            let r = splitmix64(p.seed ^ splitmix64(self.draws)) % (2 * j + 1);
-            cost = cost * u128::from(PPM - j + r) / u128::from(PPM);
-        }
-        // Interference: recent I/O makes a slowed reset likely.
-        let w = [
-            p.reset_interference_read_ppm,
-            p.reset_interference_write_ppm,
-            p.reset_interference_append_ppm,
-        ];
-        let slowdown = p.reset_interference_slowdown_pct;
-        let mut prob: u64 = 0;
-        for (c, wc) in w.into_iter().enumerate() {
-            let busy = self.meters[c].busy_ppm(fe);
-            prob = prob.saturating_add(wc.saturating_mul(busy) / PPM);
-        }
-        self.reset_hit_acc += prob.min(PPM);
-        if self.reset_hit_acc >= PPM {
-            self.reset_hit_acc -= PPM;
-            cost = cost * u128::from(slowdown) / 100;
-        }
+        let done = self
+            .resets
+            .reset(p, &mut self.draws, fe, written, finished_early);
         // Partial program unit of an unfinished zone: discarded from the buffer.
-        if !finished_early && written < cap {
+        if !finished_early && written < p.zone_capacity_bytes {
             self.buffer.discard(written % self.unit_bytes);
         }
-        let s = fe.max(self.reset_free);
-        self.reset_free = s.saturating_add(cost.min(u128::from(u64::MAX / 4)) as u64);
-        self.reset_free
+        done
     }
 }

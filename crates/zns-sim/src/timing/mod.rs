@@ -33,9 +33,18 @@
 
 mod array;
 mod buffer;
+mod draws;
+mod engine_cost;
 mod flash;
+mod frontend;
+mod host;
+mod media;
+mod op;
+mod placement;
 mod profile;
 mod readahead;
+mod reset;
 
-pub use array::{FlashArray, FtlPlace, FtlProgram, MediaOp, NamespaceKind};
+pub use array::FlashArray;
+pub use op::{FtlPlace, FtlProgram, MediaOp, NamespaceKind};
 pub use profile::{HostStack, InvalidTimingProfile, TimingProfile, ZrwaMedium};
