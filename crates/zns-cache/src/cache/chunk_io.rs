@@ -5,7 +5,8 @@
 use zns_core::{CmdFuture, NvmeError};
 use zns_sim::join::try_join_all;
 
-use super::{expected_byte, fill_chunk_bytes, Cache, IO_READ, IO_WRITE};
+use super::pattern::{expected_byte, fill_chunk_bytes};
+use super::{Cache, IO_READ, IO_WRITE};
 use crate::error::CacheError;
 
 impl Cache {

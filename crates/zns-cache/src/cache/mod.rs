@@ -49,7 +49,9 @@
 //! no space and no round running evicts in the foreground.
 //!
 //! # Files
-//! This module: the configuration, geometry, state and the get/insert path;
+//! This module: the cache's state and the get/insert path; `config` its
+//! parameters, `geometry` the layout derived from them and the device,
+//! `occupancy` the writes-in-flight record, `pattern` the verified bytes;
 //! `evict` the cache's space (`Space`: zones, slots, free lists), the
 //! eviction task and both policies' eviction; `chunk_io` a
 //! chunk's reads, writes and copies on the device; `audit` the consistency
@@ -58,12 +60,10 @@
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
-use serde::Serialize;
 use zns_sim::sync::Notify;
 use zns_sim::{Handle, SimRng};
-use zns_target::check_whole_blocks;
 
-use crate::backend::{BackendKind, ChunkDevice, ZoneLayout};
+use crate::backend::ChunkDevice;
 use crate::error::CacheError;
 use crate::keymap::{IdMap, KeyMap};
 use crate::lru::Lru;
@@ -72,346 +72,18 @@ use crate::remote::RemoteFetch;
 
 mod audit;
 mod chunk_io;
+mod config;
 mod evict;
+mod geometry;
+mod occupancy;
+mod pattern;
+
+pub use config::{CacheConfig, FetchOrder, Policy};
+pub use geometry::{ChunkSlots, Geometry, SpaceMode};
+pub(crate) use occupancy::WriteOccupancy;
+pub use pattern::fill_chunk_bytes;
 
 use evict::{Space, ZoneState};
-
-/// Eviction policy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Policy {
-    /// Zone-granular promotional LRU (no host GC).
-    Zplru,
-    /// Chunk-granular LRU (host GC on ZNS; slot reuse on block).
-    Clru,
-}
-
-impl Policy {
-    pub fn parse(s: &str) -> Result<Policy, CacheError> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "zplru" | "zone" | "promote-zone" => Ok(Policy::Zplru),
-            "clru" | "chunk" => Ok(Policy::Clru),
-            other => Err(CacheError::Param(format!(
-                "policy `{other}`: expected zplru or clru"
-            ))),
-        }
-    }
-    pub fn name(self) -> &'static str {
-        match self {
-            Policy::Zplru => "zplru",
-            Policy::Clru => "clru",
-        }
-    }
-}
-
-/// When a miss fetches from the remote store relative to taking cache space.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum FetchOrder {
-    /// ZNCache's order (`zn_cache_get`: `zsm_get_active_zone`, then the
-    /// remote sleep inside `zn_gen_write_buffer`, then `pwrite`): the writer
-    /// takes an active zone (or a free slot) and holds it across the fetch,
-    /// so no more than `max_active` misses are in flight; as ZNCache, a new
-    /// zone is opened whenever one is free and fewer than `max_active` are.
-    /// This is what bounds the paper's 64 KiB runs at 14 × 64 KiB / 40.6 ms
-    /// ≈ 0.021 GiB/s of disk writes (its Table 10) whatever the device.
-    HoldZone,
-    /// Fetch first, then take space and write: every worker's miss fetches
-    /// at once (a cache that does not serialise fetches behind zones).
-    FetchFirst,
-}
-
-impl FetchOrder {
-    pub fn parse(s: &str) -> Result<FetchOrder, CacheError> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "hold-zone" | "zncache" => Ok(FetchOrder::HoldZone),
-            "fetch-first" => Ok(FetchOrder::FetchFirst),
-            other => Err(CacheError::Param(format!(
-                "unknown fetch order '{other}' (expected hold-zone or fetch-first)"
-            ))),
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            FetchOrder::HoldZone => "hold-zone",
-            FetchOrder::FetchFirst => "fetch-first",
-        }
-    }
-}
-
-/// Cache parameters (device-independent).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CacheConfig {
-    pub policy: Policy,
-    pub chunk_bytes: u64,
-    /// Zones (regions) the cache uses, from the first; `None` = all.
-    pub zones: Option<u32>,
-    /// Free-zone watermarks: evict / collect when free zones ≤ `zone_high`,
-    /// until `zone_low` are free (ZNCache's EVICT_HIGH/LOW_THRESH_ZONES).
-    pub zone_high: u32,
-    pub zone_low: u32,
-    /// CLRU free-chunk watermarks (trigger, target); `None` = derived:
-    /// high = (zone_low + 1) zones of chunks, low = high + half a zone.
-    pub chunk_high: Option<u64>,
-    pub chunk_low: Option<u64>,
-    /// Zones written at once by inserts (`None` = the device's active-zone
-    /// limit, or 14 on a device without one, as ZNCache).
-    pub max_active_zones: Option<u32>,
-    /// Whether a miss holds its zone (slot) across the remote fetch.
-    pub fetch_order: FetchOrder,
-    /// Background eviction poll interval (ZNCache: 100 ms).
-    pub eviction_interval_ns: u64,
-    /// Bytes per device command (`None` = the device's MDTS).
-    pub io_bytes: Option<u64>,
-    /// Commands of one chunk in flight.
-    pub io_depth: u32,
-    /// Fill chunks with key-derived bytes and check every read.
-    pub verify: bool,
-}
-
-impl Default for CacheConfig {
-    fn default() -> Self {
-        CacheConfig {
-            policy: Policy::Zplru,
-            chunk_bytes: 64 << 10,
-            zones: None,
-            zone_high: 2,
-            zone_low: 4,
-            chunk_high: None,
-            chunk_low: None,
-            max_active_zones: None,
-            fetch_order: FetchOrder::HoldZone,
-            eviction_interval_ns: 100_000_000,
-            io_bytes: None,
-            io_depth: 8,
-            verify: false,
-        }
-    }
-}
-
-/// How space is managed (see the module docs).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum SpaceMode {
-    Log,
-    Slots,
-}
-
-/// The layout the cache derived from its config and the device.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct Geometry {
-    pub backend: BackendKind,
-    pub mode: SpaceMode,
-    pub zones: u32,
-    pub chunks_per_zone: u32,
-    pub total_chunks: u64,
-    pub chunk_bytes: u64,
-    pub lba_bytes: u32,
-    pub chunk_lbas: u64,
-    pub zone_stride_lbas: u64,
-    pub zone_capacity_lbas: u64,
-    pub io_lbas: u64,
-    pub io_depth: u32,
-    pub max_active: u32,
-    pub reserve_zones: u32,
-    pub chunk_high: u64,
-    pub chunk_low: u64,
-    /// Zones whose capacity is not a whole number of chunks are finished.
-    pub finish_full_zones: bool,
-}
-
-/// How many chunks a cache's zones hold ([`Geometry::chunk_slots`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ChunkSlots {
-    pub zones: u32,
-    pub chunks_per_zone: u64,
-    pub total_chunks: u64,
-}
-
-impl Geometry {
-    /// The cache's zones and chunk slots on `layout`: `cfg`'s chunk and
-    /// zone count checked against the device, not its watermarks or
-    /// backend (what a workload file sized to a cache needs).
-    pub fn chunk_slots(cfg: &CacheConfig, layout: &ZoneLayout) -> Result<ChunkSlots, CacheError> {
-        let p = |m: String| Err(CacheError::Param(m));
-        let lba = u64::from(layout.lba_bytes);
-        check_whole_blocks("chunk", cfg.chunk_bytes, lba)
-            .map_err(|e| CacheError::Param(e.to_string()))?;
-        let zone_cap_bytes = layout.zone_capacity_lbas * lba;
-        if cfg.chunk_bytes > zone_cap_bytes {
-            return p(format!(
-                "chunk size {} is larger than a zone's capacity ({}): a chunk must fit in one zone",
-                crate::units::fmt_bytes(cfg.chunk_bytes),
-                crate::units::fmt_bytes(zone_cap_bytes)
-            ));
-        }
-        let zones = match cfg.zones {
-            Some(0) => return p("--zones 0: the cache needs zones".into()),
-            Some(z) if z > layout.zone_count => {
-                return p(format!(
-                    "--zones {z}: the device has {} zones (regions) of {}",
-                    layout.zone_count,
-                    crate::units::fmt_bytes(zone_cap_bytes)
-                ))
-            }
-            Some(z) => z,
-            None => layout.zone_count,
-        };
-        if zones == 0 {
-            return p("the device holds no whole zone (region)".into());
-        }
-        let chunk_lbas = cfg.chunk_bytes / lba;
-        let chunks_per_zone = layout.zone_capacity_lbas / chunk_lbas;
-        if chunks_per_zone > u64::from(u32::MAX) {
-            return p("too many chunks per zone".into());
-        }
-        let total_chunks = chunks_per_zone * u64::from(zones);
-        if total_chunks >= u64::from(u32::MAX) {
-            return p(format!(
-                "{total_chunks} chunk slots: more than the cache indexes (2^32 − 1)"
-            ));
-        }
-        Ok(ChunkSlots {
-            zones,
-            chunks_per_zone,
-            total_chunks,
-        })
-    }
-
-    /// Checks `cfg` against the device layout.
-    pub fn derive(
-        cfg: &CacheConfig,
-        layout: &ZoneLayout,
-        backend: BackendKind,
-    ) -> Result<Geometry, CacheError> {
-        let p = |m: String| Err(CacheError::Param(m));
-        let lba = u64::from(layout.lba_bytes);
-        let ChunkSlots {
-            zones,
-            chunks_per_zone,
-            total_chunks,
-        } = Geometry::chunk_slots(cfg, layout)?;
-        let chunk_lbas = cfg.chunk_bytes / lba;
-        if cfg.zone_low <= cfg.zone_high {
-            return p(format!(
-                "zone watermarks: low (target, {}) must be above high (trigger, {})",
-                cfg.zone_low, cfg.zone_high
-            ));
-        }
-        let mode = match (backend, cfg.policy) {
-            (BackendKind::Block, Policy::Clru) => SpaceMode::Slots,
-            _ => SpaceMode::Log,
-        };
-        let reserve_zones = u32::from(mode == SpaceMode::Log && cfg.policy == Policy::Clru);
-        if mode == SpaceMode::Log && cfg.zone_high < reserve_zones {
-            return p("CLRU with host GC needs zone_high ≥ 1 (one zone stays free for GC)".into());
-        }
-        if mode == SpaceMode::Log && zones < cfg.zone_low + reserve_zones + 1 {
-            return p(format!(
-                "{zones} zones are too few for the watermarks: need more than low ({}){} to hold data",
-                cfg.zone_low,
-                if reserve_zones > 0 { " + 1 GC zone" } else { "" }
-            ));
-        }
-        let mtl = u64::from(layout.max_transfer_lbas.max(1));
-        if let Some(b) = cfg.io_bytes {
-            check_whole_blocks("io size", b, lba).map_err(|e| CacheError::Param(e.to_string()))?;
-        }
-        let io_lbas = match cfg.io_bytes {
-            None => mtl,
-            Some(b) if b / lba > mtl => {
-                return p(format!(
-                    "io size {} is above the device's largest transfer ({})",
-                    crate::units::fmt_bytes(b),
-                    crate::units::fmt_bytes(mtl * lba)
-                ))
-            }
-            Some(b) => b / lba,
-        }
-        .min(chunk_lbas);
-        if cfg.io_depth == 0 {
-            return p("io depth 0: at least one command per chunk must be in flight".into());
-        }
-        let device_active = if layout.max_active_zones == 0 {
-            14
-        } else {
-            layout.max_active_zones
-        };
-        let limit = if backend == BackendKind::Zns {
-            device_active.saturating_sub(reserve_zones)
-        } else {
-            u32::MAX
-        };
-        let wanted = cfg.max_active_zones.unwrap_or(device_active.min(limit));
-        if wanted == 0 {
-            return p("max active zones 0: inserts need a zone".into());
-        }
-        if limit == 0 {
-            return p(
-                "the device allows too few active zones for CLRU's GC zone plus an insert zone"
-                    .into(),
-            );
-        }
-        if backend == BackendKind::Zns && wanted > limit {
-            return p(format!(
-                "max active zones {wanted}: the device allows {device_active}{}",
-                if reserve_zones > 0 {
-                    " (one is CLRU's GC zone)"
-                } else {
-                    ""
-                }
-            ));
-        }
-        let cpz = chunks_per_zone;
-        let default_high = (u64::from(cfg.zone_low) + 1) * cpz;
-        let chunk_high = cfg.chunk_high.unwrap_or(default_high);
-        let chunk_low = cfg.chunk_low.unwrap_or(chunk_high + (cpz / 2).max(1));
-        if cfg.policy == Policy::Clru {
-            if chunk_low <= chunk_high {
-                return p(format!(
-                    "chunk watermarks: low (target, {chunk_low}) must be above high (trigger, {chunk_high})"
-                ));
-            }
-            if chunk_low >= total_chunks {
-                return p(format!(
-                    "chunk watermarks: keeping {chunk_low} of {total_chunks} chunk slots free leaves no room for data (use more zones or lower --chunk-low)"
-                ));
-            }
-        }
-        Ok(Geometry {
-            backend,
-            mode,
-            zones,
-            chunks_per_zone: cpz as u32,
-            total_chunks,
-            chunk_bytes: cfg.chunk_bytes,
-            lba_bytes: layout.lba_bytes,
-            chunk_lbas,
-            zone_stride_lbas: layout.zone_stride_lbas,
-            zone_capacity_lbas: layout.zone_capacity_lbas,
-            io_lbas,
-            io_depth: cfg.io_depth,
-            max_active: wanted.min(limit),
-            reserve_zones,
-            chunk_high,
-            chunk_low,
-            finish_full_zones: backend == BackendKind::Zns
-                && cpz * chunk_lbas < layout.zone_capacity_lbas,
-        })
-    }
-
-    pub fn cache_bytes(&self) -> u64 {
-        self.total_chunks * self.chunk_bytes
-    }
-    fn zone_slba(&self, z: u32) -> u64 {
-        u64::from(z) * self.zone_stride_lbas
-    }
-    fn slot_slba(&self, g: u32) -> u64 {
-        let cpz = self.chunks_per_zone;
-        self.zone_slba(g / cpz) + u64::from(g % cpz) * self.chunk_lbas
-    }
-}
 
 /// The five latencies a run records.
 #[derive(Debug, Clone, Default)]
@@ -446,57 +118,6 @@ struct State {
     failure: Option<String>,
     /// Chunk writes in flight, and its time integral (see [`WriteOccupancy`]).
     writes: WriteOccupancy,
-}
-
-/// How many chunk writes were in flight over a run: the pipeline's
-/// occupancy of the device. With a remote fetch per miss, writers that move
-/// in step leave the device idle while they all fetch.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct WriteOccupancy {
-    in_flight: u32,
-    since_ns: u64,
-    first_ns: Option<u64>,
-    /// ∫ writes in flight dt, and the time with none, from the first write on.
-    weighted_ns: u128,
-    idle_ns: u64,
-}
-
-impl WriteOccupancy {
-    fn advance(&mut self, now_ns: u64) {
-        if self.first_ns.is_some() {
-            let dt = now_ns.saturating_sub(self.since_ns);
-            self.weighted_ns += u128::from(dt) * u128::from(self.in_flight);
-            if self.in_flight == 0 {
-                self.idle_ns += dt;
-            }
-        }
-        self.since_ns = now_ns;
-    }
-
-    pub(crate) fn start(&mut self, now_ns: u64) {
-        self.advance(now_ns);
-        self.first_ns.get_or_insert(now_ns);
-        self.in_flight += 1;
-    }
-
-    pub(crate) fn end(&mut self, now_ns: u64) {
-        self.advance(now_ns);
-        self.in_flight = self.in_flight.saturating_sub(1);
-    }
-
-    /// (mean chunk writes in flight, share of the time with none) from the
-    /// first write to `end_ns`; `None` before any write.
-    pub(crate) fn summary(mut self, end_ns: u64) -> Option<(f64, f64)> {
-        let first = self.first_ns?;
-        self.advance(end_ns);
-        let span = end_ns.saturating_sub(first);
-        (span > 0).then(|| {
-            (
-                self.weighted_ns as f64 / span as f64,
-                self.idle_ns as f64 / span as f64,
-            )
-        })
-    }
 }
 
 /// Writers waiting for a zone: their tickets, and those drawn to take the
@@ -557,28 +178,6 @@ pub struct Cache {
 
 const IO_WRITE: &str = "chunk write";
 const IO_READ: &str = "chunk read";
-
-/// Byte `i` of the chunk stored for `key`: a 64-bit mix of (key, word index);
-/// the first four bytes are the key (as ZNCache stamps the id in front).
-pub fn fill_chunk_bytes(key: u32, chunk_offset: u64, buf: &mut [u8]) {
-    for (i, b) in buf.iter_mut().enumerate() {
-        *b = expected_byte(key, chunk_offset + i as u64);
-    }
-}
-
-#[inline]
-fn expected_byte(key: u32, off: u64) -> u8 {
-    if off < 4 {
-        return key.to_le_bytes()[off as usize];
-    }
-    let mut x = (u64::from(key) << 32) ^ (off / 8).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    x ^= x >> 30;
-    x = x.wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x ^= x >> 27;
-    x = x.wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^= x >> 31;
-    x.to_le_bytes()[(off % 8) as usize]
-}
 
 impl Cache {
     /// A cache on `dev` (fresh: every zone free). Call [`Cache::prepare`]
