@@ -57,18 +57,26 @@
 //! randomness, so the same commands give the same placement.
 //!
 //! Files: `config` holds the `[namespace.ftl]` parameters, their checks and
-//! the geometry they derive; this module the FTL itself.
+//! the geometry they derive; `report` what the FTL reports (counters, the
+//! die work a write hands the timing model); `unit` the erase units and
+//! their pools; `debt` the superblocks' paced GC; this module the FTL
+//! itself (map, frontier, GC).
 
 use std::collections::VecDeque;
 
-use serde::Serialize;
-
 mod config;
+mod debt;
+mod report;
+mod unit;
 
 pub use config::{
     Allocation, FoldPolicy, FtlConfig, FtlGeometry, GcMode, GcModesConfig, SlcCacheConfig,
     VictimPolicy,
 };
+pub use report::{DieLoad, FtlEffects, FtlStats, GcWork};
+
+use debt::GcDebt;
+use unit::{BlockState, Open, Pool, Unit};
 
 /// Marks an unmapped L2P entry and an invalid P2L slot.
 const NONE: u32 = u32::MAX;
@@ -79,196 +87,6 @@ const PPM: u64 = 1_000_000;
 /// Largest number of mapping units one map entry holds while writes are
 /// aligned (`Ftl::new`).
 pub const MAX_GRAIN: u32 = 8;
-
-/// Counters of an FTL (device write amplification, GC, wear).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct FtlStats {
-    /// Bytes the host wrote (as sent).
-    pub host_bytes_written: u64,
-    /// Bytes programmed to flash: host mapping units (whole units: a partial
-    /// write is a read-modify-write) plus GC relocations.
-    pub flash_bytes_written: u64,
-    /// Bytes GC moved.
-    pub gc_relocated_bytes: u64,
-    /// Blocks erased.
-    pub erases: u64,
-    /// Victims collected.
-    pub gc_victims: u64,
-    /// Bytes unmapped by TRIM (mapping units that held data).
-    pub trimmed_bytes: u64,
-    /// Mapping units currently mapped.
-    pub mapped_units: u64,
-    /// Largest erase count of any block (wear).
-    pub max_block_erases: u32,
-    /// Bytes of page-map memory allocated (L2P + P2L).
-    pub map_resident_bytes: u64,
-    /// Host bytes (whole mapping units) programmed in SLC mode (also in
-    /// `flash_bytes_written`).
-    pub slc_written_bytes: u64,
-    /// Bytes folded from SLC into TLC blocks (also in `flash_bytes_written`
-    /// and, as relocations, in `gc_relocated_bytes`).
-    pub slc_folded_bytes: u64,
-    /// SLC blocks (erase units) folded.
-    pub slc_folds: u64,
-    /// Erase units currently in SLC mode (open or holding data).
-    pub slc_units: u64,
-    /// `gc_modes`: times a pool entered foreground GC (the host throttled)
-    /// and deferred GC (the host at full speed).
-    pub gc_foreground_entries: u64,
-    pub gc_deferred_entries: u64,
-}
-
-impl FtlStats {
-    /// Device write amplification: flash bytes / host bytes (0 before any write).
-    pub fn waf(&self) -> f64 {
-        if self.host_bytes_written == 0 {
-            0.0
-        } else {
-            self.flash_bytes_written as f64 / self.host_bytes_written as f64
-        }
-    }
-}
-
-/// GC work on one die, for the timing model.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct GcWork {
-    pub die: u32,
-    /// Program units of the victim that held valid data (read).
-    pub read_units: u64,
-    /// Bytes relocated.
-    pub bytes: u64,
-    /// Program units of the GC block completed.
-    pub program_units: u64,
-    /// Blocks erased (the victim).
-    pub erases: u64,
-    /// SLC program units of the victim that held valid data (read, one page
-    /// per plane each: folding).
-    pub slc_read_units: u64,
-}
-
-/// How busy each die is, so that the host frontier can steer each new
-/// program unit to the die that will be free first (set by the device layer
-/// from the timing model before a write; empty = strict round robin).
-#[derive(Debug, Default, Clone)]
-pub struct DieLoad {
-    /// Per die: when its queued programs, GC work and erases end (ns).
-    pub until_ns: Vec<u64>,
-    /// Die time of one program unit.
-    pub program_ns: u64,
-    /// Die time to read one program unit (GC).
-    pub unit_read_ns: u64,
-    /// Die time of an erase.
-    pub erase_ns: u64,
-    /// Die time of an SLC program unit and of an SLC read (SLC cache).
-    pub slc_program_ns: u64,
-    pub slc_read_ns: u64,
-}
-
-/// What a host write or trim produced for the timing model.
-#[derive(Debug, Default)]
-pub struct FtlEffects {
-    /// Input: die loads (see `DieLoad`); the FTL adds the work it places.
-    pub load: DieLoad,
-    /// The host program units this write completed, in order (die, bytes,
-    /// die time: TLC, or SLC mode).
-    pub units: Vec<zns_sim::timing::FtlProgram>,
-    /// GC work triggered by this write (before its units, in time).
-    pub gc: Vec<GcWork>,
-}
-
-impl FtlEffects {
-    /// Clears the outputs (the die loads are left as they are).
-    pub fn clear(&mut self) {
-        self.units.clear();
-        self.gc.clear();
-    }
-
-    /// Adds the die time of `gc[from..]` to the die loads (if any).
-    fn add_gc_load(&mut self, from: usize) {
-        if self.load.until_ns.is_empty() {
-            return;
-        }
-        let l = &mut self.load;
-        for g in &self.gc[from..] {
-            let cost = g.read_units * l.unit_read_ns
-                + g.slc_read_units * l.slc_read_ns
-                + g.program_units * l.program_ns
-                + g.erases * l.erase_ns;
-            if let Some(u) = l.until_ns.get_mut(g.die as usize) {
-                *u += cost;
-            }
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum BlockState {
-    Free,
-    Open,
-    Closed,
-}
-
-/// An erase unit: one block (per-die allocation) or one superblock (the
-/// block of the same index on every die), erased and collected as a whole.
-#[derive(Debug, Clone, Copy)]
-struct Unit {
-    valid: u32,
-    erases: u32,
-    state: BlockState,
-    /// Programmed in SLC mode (SLC cache): holds 1 / bits per cell of the
-    /// slots; closed SLC units are in the fold queue, not the buckets.
-    slc: bool,
-    /// Device-wide slot write counter when the unit was closed.
-    closed_seq: u64,
-    /// Bucket list links (closed units of a pool, by valid count).
-    prev: u32,
-    next: u32,
-}
-
-/// An open erase unit and where its next data goes.
-#[derive(Debug)]
-struct Open {
-    unit: u32,
-    /// Per member die: next slot in its block.
-    next: Vec<u32>,
-    /// Member die that takes the next data (GC frontier: round robin).
-    cursor: u32,
-    /// Usable slots per block (all of them, or 1 / bits per cell in SLC mode).
-    cap: u32,
-    /// Slots per program unit (TLC, or SLC mode).
-    spu: u32,
-}
-
-impl Open {
-    fn has_room(&self) -> bool {
-        self.next.iter().any(|&n| n < self.cap)
-    }
-}
-
-/// The dies whose blocks form the erase units of one pool (one die per pool
-/// with per-die allocation; every die in one pool with superblocks): free
-/// units, the open host and GC units, closed units bucketed by valid count.
-#[derive(Debug)]
-struct Pool {
-    /// Free units: taken from the back, erased ones go to the front (FIFO:
-    /// wear spreads over the units).
-    free: VecDeque<u32>,
-    host: Option<Open>,
-    gc: Option<Open>,
-    /// Head of the closed-unit list of each valid count.
-    buckets: Vec<u32>,
-    /// No bucket below this is non-empty.
-    min_bucket: u32,
-    /// `gc_modes`: what the pool's GC does now ...
-    mode: GcMode,
-    /// ... the GC slots it may still move (ppm of a slot): earned with each
-    /// host program unit at the mode's ratio, spent by each victim's valid
-    /// slots (negative: the last victim is not yet paid for) ...
-    credit_ppm: i64,
-    /// ... and the GC program units each host program unit pays of a die's
-    /// relocation debt at least (the ratio, rounded up).
-    pace_units: u64,
-}
 
 /// The FTL of one namespace.
 #[derive(Debug)]
@@ -302,9 +120,7 @@ pub struct Ftl {
     gc_scratch: Vec<GcWork>,
     /// Superblocks: GC die work done in the map but not yet handed to the
     /// timing model, per die; paid a slice per host program unit.
-    debt: Vec<GcWork>,
-    /// Superblocks: GC program units paid per host program unit, per die.
-    debt_rate: Vec<u64>,
+    debt: GcDebt,
     /// Collecting at idle: GC work goes to the timing model at once.
     idle: bool,
     /// Latest completion time of a command to the namespace (idle GC).
@@ -360,33 +176,9 @@ impl Ftl {
         let bpd = geo.blocks_per_die;
         let npools = geo.dies / group;
         let nblocks = geo.dies as usize * bpd as usize;
-        let units = vec![
-            Unit {
-                valid: 0,
-                erases: 0,
-                state: BlockState::Free,
-                slc: false,
-                closed_seq: 0,
-                prev: NONE,
-                next: NONE,
-            };
-            npools as usize * bpd as usize
-        ];
+        let units = vec![Unit::FREE; npools as usize * bpd as usize];
         let pools = (0..npools)
-            .map(|p| {
-                let first = p * bpd;
-                Pool {
-                    // Taken from the back: lowest unit first.
-                    free: (first..first + bpd).rev().collect(),
-                    host: None,
-                    gc: None,
-                    buckets: vec![NONE; (spb * group) as usize + 1],
-                    min_bucket: 0,
-                    mode: GcMode::Background,
-                    credit_ppm: 0,
-                    pace_units: 0,
-                }
-            })
+            .map(|p| Pool::new(p * bpd, bpd, (spb * group) as usize + 1))
             .collect();
         let segs = (geo.logical_units as usize).div_ceil(SEG_LEN);
         Ftl {
@@ -404,13 +196,7 @@ impl Ftl {
             seq: 0,
             stats: FtlStats::default(),
             gc_scratch: Vec::new(),
-            debt: (0..geo.dies)
-                .map(|die| GcWork {
-                    die,
-                    ..GcWork::default()
-                })
-                .collect(),
-            debt_rate: vec![0; geo.dies as usize],
+            debt: GcDebt::new(geo.dies),
             idle: false,
             busy_until_ns: 0,
             slc_closed: VecDeque::new(),
@@ -1029,12 +815,7 @@ impl Ftl {
         }
         let upb = u64::from(self.geo.units_per_block);
         for w in work {
-            let d = &mut self.debt[w.die as usize];
-            d.read_units += w.read_units;
-            d.slc_read_units += w.slc_read_units;
-            d.bytes += w.bytes;
-            d.program_units += w.program_units;
-            self.debt_rate[w.die as usize] = d.program_units.div_ceil(upb).max(1);
+            self.debt.add(w, upb);
             out.push(GcWork {
                 die: w.die,
                 erases: w.erases,
@@ -1043,36 +824,11 @@ impl Ftl {
         }
     }
 
-    /// One slice of die `die`'s GC debt (superblocks), if it has any.
+    /// One slice of die `die`'s GC debt (superblocks), if it has any: at
+    /// least the pool's GC pace.
     fn pay_debt(&mut self, die: u32) -> Option<GcWork> {
         let pace = self.pools[(die / self.group) as usize].pace_units;
-        let rate = self.debt_rate[die as usize].max(pace);
-        let d = &mut self.debt[die as usize];
-        if d.program_units == 0 && d.read_units == 0 && d.slc_read_units == 0 && d.bytes == 0 {
-            return None;
-        }
-        let p = d.program_units.min(rate);
-        let (r, sr, b) = if p >= d.program_units {
-            (d.read_units, d.slc_read_units, d.bytes)
-        } else {
-            (
-                d.read_units * p / d.program_units,
-                d.slc_read_units * p / d.program_units,
-                d.bytes * p / d.program_units,
-            )
-        };
-        d.program_units -= p;
-        d.read_units -= r;
-        d.slc_read_units -= sr;
-        d.bytes -= b;
-        Some(GcWork {
-            die,
-            read_units: r,
-            bytes: b,
-            program_units: p,
-            erases: 0,
-            slc_read_units: sr,
-        })
+        self.debt.pay(die, pace)
     }
 
     /// GC on `pool` when its free units are below the start watermark,
@@ -1279,16 +1035,7 @@ impl Ftl {
                 + g.erases * load.erase_ns
         };
         let first = out.len();
-        for die in 0..self.geo.dies {
-            let d = &mut self.debt[die as usize];
-            if d.program_units + d.read_units + d.slc_read_units + d.bytes > 0 {
-                out.push(*d);
-                *d = GcWork {
-                    die,
-                    ..GcWork::default()
-                };
-            }
-        }
+        self.debt.pay_all(out);
         for g in &out[first..] {
             die_ns[g.die as usize] += cost(g);
         }
