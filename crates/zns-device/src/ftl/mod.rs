@@ -59,13 +59,14 @@
 //! Files: `config` holds the `[namespace.ftl]` parameters, their checks and
 //! the geometry they derive; `report` what the FTL reports (counters, the
 //! die work a write hands the timing model); `unit` the erase units and
-//! their pools; `debt` the superblocks' paced GC; this module the FTL
-//! itself (map, frontier, GC).
+//! their pools; `map` the L2P and P2L tables; `debt` the superblocks' paced
+//! GC; this module the FTL itself (placement, frontier, GC, SLC cache).
 
 use std::collections::VecDeque;
 
 mod config;
 mod debt;
+mod map;
 mod report;
 mod unit;
 
@@ -76,13 +77,9 @@ pub use config::{
 pub use report::{DieLoad, FtlEffects, FtlStats, GcWork};
 
 use debt::GcDebt;
+use map::{PageMap, NONE};
 use unit::{BlockState, Open, Pool, Unit};
 
-/// Marks an unmapped L2P entry and an invalid P2L slot.
-const NONE: u32 = u32::MAX;
-/// L2P segment: 2^16 mapping units (256 KiB of entries).
-const SEG_SHIFT: u32 = 16;
-const SEG_LEN: usize = 1 << SEG_SHIFT;
 const PPM: u64 = 1_000_000;
 /// Largest number of mapping units one map entry holds while writes are
 /// aligned (`Ftl::new`).
@@ -105,9 +102,8 @@ pub struct Ftl {
     spb: u32,
     /// Dies per erase unit (1, or all dies for superblocks).
     group: u32,
-    l2p: Vec<Option<Box<[u32]>>>,
-    /// Per block (die-major).
-    p2l: Vec<Option<Box<[u32]>>>,
+    /// The L2P and the P2L.
+    map: PageMap,
     /// Per unit (pool-major).
     units: Vec<Unit>,
     pools: Vec<Pool>,
@@ -180,7 +176,6 @@ impl Ftl {
         let pools = (0..npools)
             .map(|p| Pool::new(p * bpd, bpd, (spb * group) as usize + 1))
             .collect();
-        let segs = (geo.logical_units as usize).div_ceil(SEG_LEN);
         Ftl {
             cfg: cfg.clone(),
             geo,
@@ -188,8 +183,7 @@ impl Ftl {
             grain,
             spb,
             group,
-            l2p: (0..segs).map(|_| None).collect(),
-            p2l: (0..nblocks).map(|_| None).collect(),
+            map: PageMap::new(geo.logical_units, nblocks),
             units,
             pools,
             host_die: 0,
@@ -223,9 +217,7 @@ impl Ftl {
     pub fn stats(&self) -> FtlStats {
         let mut s = self.stats;
         s.max_block_erases = self.units.iter().map(|u| u.erases).max().unwrap_or(0);
-        let l2p = self.l2p.iter().filter(|s| s.is_some()).count() as u64 * SEG_LEN as u64;
-        let p2l = self.p2l.iter().filter(|s| s.is_some()).count() as u64 * u64::from(self.spb);
-        s.map_resident_bytes = (l2p + p2l) * 4;
+        s.map_resident_bytes = self.map.resident_entries(self.spb) * 4;
         s.mapped_units *= u64::from(self.grain);
         s.slc_units = self.slc_units;
         s
@@ -233,7 +225,7 @@ impl Ftl {
 
     /// Erase count of every block (die-major order).
     pub fn block_erase_counts(&self) -> Vec<u32> {
-        (0..self.p2l.len() as u32)
+        (0..self.map.blocks() as u32)
             .map(|b| self.units[self.unit_of_block(b) as usize].erases)
             .collect()
     }
@@ -298,15 +290,9 @@ impl Ftl {
     #[inline]
     pub fn lookup(&self, m: u64) -> Option<u32> {
         let g = u64::from(self.grain);
-        self.entry(m / g).map(|s| s * self.grain + (m % g) as u32)
-    }
-
-    /// The slot (in entries) map entry `e` is stored in, if mapped.
-    #[inline]
-    fn entry(&self, e: u64) -> Option<u32> {
-        let seg = self.l2p.get((e >> SEG_SHIFT) as usize)?.as_ref()?;
-        let s = seg[(e as usize) & (SEG_LEN - 1)];
-        (s != NONE).then_some(s)
+        self.map
+            .entry(m / g)
+            .map(|s| s * self.grain + (m % g) as u32)
     }
 
     /// Whether the mapping units `[first, end)` are whole map entries.
@@ -325,40 +311,7 @@ impl Ftl {
             return;
         }
         let ku = k as usize;
-        let segs = (self.view.logical_units as usize).div_ceil(SEG_LEN);
-        let mut l2p: Vec<Option<Box<[u32]>>> = (0..segs).map(|_| None).collect();
-        for (si, seg) in self.l2p.iter().enumerate() {
-            let Some(seg) = seg else { continue };
-            for j in 0..ku {
-                let fs = si * ku + j;
-                if fs >= segs {
-                    break;
-                }
-                let base = j * SEG_LEN / ku;
-                let mut fine = vec![NONE; SEG_LEN].into_boxed_slice();
-                for (i, f) in fine.iter_mut().enumerate() {
-                    let s = seg[base + i / ku];
-                    if s != NONE {
-                        *f = s * k + (i % ku) as u32;
-                    }
-                }
-                l2p[fs] = Some(fine);
-            }
-        }
-        self.l2p = l2p;
-        for p in self.p2l.iter_mut() {
-            if let Some(c) = p.take() {
-                let mut fine = vec![NONE; c.len() * ku].into_boxed_slice();
-                for (i, &m) in c.iter().enumerate() {
-                    if m != NONE {
-                        for j in 0..ku {
-                            fine[i * ku + j] = m * k + j as u32;
-                        }
-                    }
-                }
-                *p = Some(fine);
-            }
-        }
+        self.map.refine(k, self.view.logical_units);
         for u in self.units.iter_mut() {
             u.valid *= k;
         }
@@ -414,13 +367,6 @@ impl Ftl {
         )
     }
 
-    #[inline]
-    fn set_l2p(&mut self, m: u64, slot: u32) {
-        let seg = self.l2p[(m >> SEG_SHIFT) as usize]
-            .get_or_insert_with(|| vec![NONE; SEG_LEN].into_boxed_slice());
-        seg[(m as usize) & (SEG_LEN - 1)] = slot;
-    }
-
     // ------------------------------------------------------------ bucket lists
 
     fn bucket_insert(&mut self, u: u32) {
@@ -460,9 +406,7 @@ impl Ftl {
     /// Marks `slot` invalid (its data was overwritten, trimmed or moved).
     fn invalidate(&mut self, slot: u32) {
         let b = self.block_of(slot);
-        if let Some(p) = self.p2l[b as usize].as_mut() {
-            p[(slot % self.spb) as usize] = NONE;
-        }
+        self.map.set_owner(b, slot % self.spb, NONE);
         let u = self.unit_of_block(b);
         let closed = self.in_buckets(u);
         if closed {
@@ -487,11 +431,9 @@ impl Ftl {
     /// vector of a closed one.
     fn open_unit(&mut self, pool: u32, reuse: Option<Vec<u32>>, slc: bool) -> Option<Open> {
         let u = self.pools[pool as usize].free.pop_back()?;
-        let spb = self.spb as usize;
         for k in 0..self.group {
             let b = self.block_in_unit(u, k);
-            let p = self.p2l[b as usize].get_or_insert_with(|| vec![NONE; spb].into_boxed_slice());
-            p.fill(NONE);
+            self.map.open_block(b, self.spb);
         }
         let unit = &mut self.units[u as usize];
         unit.state = BlockState::Open;
@@ -529,11 +471,9 @@ impl Ftl {
         let b = self.block_in_unit(o.unit, k);
         let off = o.next[k as usize];
         let slot = b * self.spb + off;
-        if let Some(p) = self.p2l[b as usize].as_mut() {
-            p[off as usize] = m as u32;
-        }
+        self.map.set_owner(b, off, m as u32);
         self.units[o.unit as usize].valid += 1;
-        self.set_l2p(m, slot);
+        self.map.set(m, slot);
         o.next[k as usize] = off + 1;
         // The age clock counts mapping units, whatever the grain.
         self.seq += u64::from(self.grain);
@@ -751,7 +691,7 @@ impl Ftl {
         let mut moved = 0u64;
         for k in 0..g {
             let b = self.block_in_unit(victim, k);
-            let p2l = self.p2l[b as usize].take();
+            let p2l = self.map.take_block(b);
             if let Some(p2l) = &p2l {
                 let mut unit_has_valid = false;
                 for (i, &m) in p2l.iter().enumerate() {
@@ -777,11 +717,7 @@ impl Ftl {
                 }
             }
             // Erased (its P2L buffer is kept for reuse).
-            let mut p2l = p2l;
-            if let Some(p) = p2l.as_mut() {
-                p.fill(NONE);
-            }
-            self.p2l[b as usize] = p2l;
+            self.map.erased_block(b, p2l);
         }
         let unit = &mut self.units[victim as usize];
         unit.valid = 0;
@@ -1099,9 +1035,9 @@ impl Ftl {
         // The data the command overwrites is dead when it arrives: none of
         // it is moved by the GC the command triggers.
         for m in first..end {
-            if let Some(old) = self.entry(m) {
+            if let Some(old) = self.map.entry(m) {
                 self.invalidate(old);
-                self.set_l2p(m, NONE);
+                self.map.set(m, NONE);
                 self.stats.mapped_units -= 1;
             }
         }
@@ -1183,15 +1119,14 @@ impl Ftl {
         let end = (off_bytes.saturating_add(len_bytes) / mu).min(self.geo.logical_units);
         let mut m = first;
         while m < end {
-            let seg = (m >> SEG_SHIFT) as usize;
-            if self.l2p[seg].is_none() {
+            if let Some(next) = self.map.unwritten_until(m) {
                 // Nothing was ever written in this segment.
-                m = ((seg as u64) + 1) << SEG_SHIFT;
+                m = next;
                 continue;
             }
-            if let Some(old) = self.entry(m) {
+            if let Some(old) = self.map.entry(m) {
                 self.invalidate(old);
-                self.set_l2p(m, NONE);
+                self.map.set(m, NONE);
                 self.stats.mapped_units -= 1;
                 self.stats.trimmed_bytes += mu;
             }
@@ -1236,18 +1171,18 @@ impl Ftl {
     /// Checks every invariant (see the module docs); the error says which
     /// failed. O(physical + logical): for tests.
     pub fn check_consistency(&self) -> Result<(), String> {
-        let mut counted = vec![0u32; self.p2l.len()];
+        let mut counted = vec![0u32; self.map.blocks()];
         let mut mapped = 0u64;
         for m in 0..self.geo.logical_units {
-            let Some(slot) = self.entry(m) else { continue };
+            let Some(slot) = self.map.entry(m) else {
+                continue;
+            };
             mapped += 1;
             let b = self.block_of(slot);
-            if b as usize >= self.p2l.len() {
+            if b as usize >= self.map.blocks() {
                 return Err(format!("unit {m} maps to slot {slot} beyond the flash"));
             }
-            let back = self.p2l[b as usize]
-                .as_ref()
-                .map_or(NONE, |p| p[(slot % self.spb) as usize]);
+            let back = self.map.owner(b, slot % self.spb);
             if u64::from(back) != m {
                 return Err(format!(
                     "unit {m} -> slot {slot}, but the slot holds {back}"
@@ -1270,8 +1205,9 @@ impl Ftl {
         for (b, &c) in counted.iter().enumerate() {
             let slc = self.units[self.unit_of_block(b as u32) as usize].slc;
             if slc
-                && self.p2l[b]
-                    .as_ref()
+                && self
+                    .map
+                    .block(b)
                     .is_some_and(|p| p[slc_cap..].iter().any(|&m| m != NONE))
             {
                 return Err(format!(
@@ -1280,8 +1216,9 @@ impl Ftl {
             }
             // Slots whose P2L names a unit that maps elsewhere would be
             // double references.
-            let live = self.p2l[b]
-                .as_ref()
+            let live = self
+                .map
+                .block(b)
                 .map_or(0, |p| p.iter().filter(|&&m| m != NONE).count() as u32);
             if live != c {
                 return Err(format!("block {b}: P2L live {live} / mapped here {c}"));

@@ -6,7 +6,7 @@
 use std::collections::VecDeque;
 
 use super::config::GcMode;
-use super::NONE;
+use super::map::NONE;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum BlockState {
