@@ -118,6 +118,17 @@ fn key_matches(key: &str, cand: &str) -> bool {
 /// (fio's percentile keys `"99.900000"`): at each level the longest run of
 /// segments that names a key wins, and numeric segments match numerically.
 pub fn json_path(v: &Json, path: &str) -> Option<f64> {
+    match walk(v, path, true)? {
+        Json::Number(n) => n.as_f64(),
+        Json::String(s) => s.parse().ok(),
+        _ => None,
+    }
+}
+
+/// The value at `path` in `v`: object keys matched as `json_path` says
+/// (the longest dotted key first), and with `index_arrays` array items by
+/// their index.
+fn walk<'a>(v: &'a Json, path: &str, index_arrays: bool) -> Option<&'a Json> {
     let segs: Vec<&str> = path.split('.').filter(|s| !s.is_empty()).collect();
     let mut cur = v;
     let mut i = 0;
@@ -134,7 +145,7 @@ pub fn json_path(v: &Json, path: &str) -> Option<f64> {
                 }
                 return None;
             }
-            Json::Array(items) => {
+            Json::Array(items) if index_arrays => {
                 let idx: usize = segs[i].parse().ok()?;
                 cur = items.get(idx)?;
                 i += 1;
@@ -142,11 +153,7 @@ pub fn json_path(v: &Json, path: &str) -> Option<f64> {
             _ => return None,
         }
     }
-    match cur {
-        Json::Number(n) => n.as_f64(),
-        Json::String(s) => s.parse().ok(),
-        _ => None,
-    }
+    Some(cur)
 }
 
 fn path_prefix_found(v: &Json, path: &str) -> String {
@@ -160,25 +167,9 @@ fn path_prefix_found(v: &Json, path: &str) -> String {
     "the job entry".into()
 }
 
+/// The value at `path` in `v`, through objects only.
 fn lookup_any<'a>(v: &'a Json, path: &str) -> Option<&'a Json> {
-    let segs: Vec<&str> = path.split('.').filter(|s| !s.is_empty()).collect();
-    let mut cur = v;
-    let mut i = 0;
-    'outer: while i < segs.len() {
-        let Json::Object(map) = cur else {
-            return None;
-        };
-        for len in (1..=segs.len() - i).rev() {
-            let cand = segs[i..i + len].join(".");
-            if let Some((_, next)) = map.iter().find(|(k, _)| key_matches(k, &cand)) {
-                cur = next;
-                i += len;
-                continue 'outer;
-            }
-        }
-        return None;
-    }
-    Some(cur)
+    walk(v, path, false)
 }
 
 impl Metric {

@@ -34,17 +34,35 @@ fn int(v: impl ToString) -> Cell {
     Cell::text(v.to_string())
 }
 
+/// The columns of one db_bench benchmark's result, in both points CSVs.
+const RESULT_COLUMNS: [&str; 6] = [
+    "benchmark",
+    "ops_per_s",
+    "mb_per_s",
+    "p50_us",
+    "p99_us",
+    "p99_9_us",
+];
+
+/// The cells of [`RESULT_COLUMNS`].
+fn result_cells(
+    benchmark: &str,
+    ops_per_s: f64,
+    [mb_per_s, p50_us, p99_us, p99_9_us]: [Option<f64>; 4],
+) -> [Cell; 6] {
+    [
+        int(benchmark),
+        Cell::fixed(ops_per_s, 1),
+        opt_cell(mb_per_s, 2),
+        opt_cell(p50_us, 2),
+        opt_cell(p99_us, 2),
+        opt_cell(p99_9_us, 2),
+    ]
+}
+
 /// The integration-level points as CSV.
 pub fn levels_csv(points: &[LevelPoint]) -> String {
-    let mut t = Table::new([
-        "level",
-        "rep",
-        "benchmark",
-        "ops_per_s",
-        "mb_per_s",
-        "p50_us",
-        "p99_us",
-        "p99_9_us",
+    let mut t = Table::new(["level", "rep"].into_iter().chain(RESULT_COLUMNS).chain([
         "device_s",
         "read_bytes",
         "write_bytes",
@@ -57,93 +75,84 @@ pub fn levels_csv(points: &[LevelPoint]) -> String {
         "ftl_gc_victims",
         "fs_used_bytes",
         "report",
-    ]);
+    ]));
     for p in points {
         let c = &p.counters;
-        t.push([
-            int(&p.level),
-            int(p.rep),
-            int(&p.benchmark),
-            Cell::fixed(p.ops_per_s, 1),
-            opt_cell(p.mb_per_s, 2),
-            opt_cell(p.p50_us, 2),
-            opt_cell(p.p99_us, 2),
-            opt_cell(p.p99_9_us, 2),
-            Cell::fixed(c.device_s, 3),
-            int(c.read_bytes),
-            int(c.write_bytes),
-            int(c.zoned_write_bytes),
-            int(c.zone_resets),
-            int(c.zone_appends),
-            int(c.discard_bytes),
-            opt_cell(c.ftl_waf, 4),
-            Cell::opt(c.ftl_gc_relocated_bytes, |v| v.to_string()),
-            Cell::opt(c.ftl_gc_victims, |v| v.to_string()),
-            int(p.fs_used_bytes),
-            int(p.report_file.display()),
-        ]);
+        let result = [p.mb_per_s, p.p50_us, p.p99_us, p.p99_9_us];
+        t.push(
+            [int(&p.level), int(p.rep)]
+                .into_iter()
+                .chain(result_cells(&p.benchmark, p.ops_per_s, result))
+                .chain([
+                    Cell::fixed(c.device_s, 3),
+                    int(c.read_bytes),
+                    int(c.write_bytes),
+                    int(c.zoned_write_bytes),
+                    int(c.zone_resets),
+                    int(c.zone_appends),
+                    int(c.discard_bytes),
+                    opt_cell(c.ftl_waf, 4),
+                    Cell::opt(c.ftl_gc_relocated_bytes, |v| v.to_string()),
+                    Cell::opt(c.ftl_gc_victims, |v| v.to_string()),
+                    int(p.fs_used_bytes),
+                    int(p.report_file.display()),
+                ]),
+        );
     }
     t.to_csv()
 }
 
 /// The two-tenant points as CSV.
 pub fn tenants_csv(points: &[TenantPoint]) -> String {
-    let mut t = Table::new([
-        "util",
-        "tenancy",
-        "rep",
-        "benchmark",
-        "ops_per_s",
-        "mb_per_s",
-        "p50_us",
-        "p99_us",
-        "p99_9_us",
-        "a_fs",
-        "b_fs",
-        "a_zones",
-        "b_zones",
-        "drive_zones",
-        "drive_zones_end",
-        "window_s",
-        "write_mib_s",
-        "read_mib_s",
-        "bandwidth_utilization",
-        "tenant_a_write_mib_s_wall",
-        "fill_s",
-        "device_s",
-        "write_bytes",
-        "zone_resets",
-        "report",
-    ]);
+    let mut t = Table::new(
+        ["util", "tenancy", "rep"]
+            .into_iter()
+            .chain(RESULT_COLUMNS)
+            .chain([
+                "a_fs",
+                "b_fs",
+                "a_zones",
+                "b_zones",
+                "drive_zones",
+                "drive_zones_end",
+                "window_s",
+                "write_mib_s",
+                "read_mib_s",
+                "bandwidth_utilization",
+                "tenant_a_write_mib_s_wall",
+                "fill_s",
+                "device_s",
+                "write_bytes",
+                "zone_resets",
+                "report",
+            ]),
+    );
     for p in points {
         let c = &p.capacity_start;
-        t.push([
-            int(&p.util),
-            int(&p.tenancy),
-            int(p.rep),
-            int(&p.benchmark),
-            Cell::fixed(p.ops_per_s, 1),
-            opt_cell(p.mb_per_s, 2),
-            opt_cell(p.p50_us, 2),
-            opt_cell(p.p99_us, 2),
-            opt_cell(p.p99_9_us, 2),
-            Cell::fixed(c.a_fs, 4),
-            Cell::fixed(c.b_fs, 4),
-            Cell::fixed(c.a_zones, 4),
-            Cell::fixed(c.b_zones, 4),
-            Cell::fixed(c.drive_zones, 4),
-            Cell::fixed(p.capacity_end.drive_zones, 4),
-            Cell::fixed(p.bandwidth.window_s, 1),
-            Cell::fixed(p.bandwidth.write_mib_s, 3),
-            Cell::fixed(p.bandwidth.read_mib_s, 3),
-            Cell::fixed(p.bandwidth.utilization, 4),
-            opt_cell(p.tenant_a.map(|f| f.write_mib_per_s), 3),
-            Cell::fixed(p.fill_s, 1),
-            Cell::fixed(p.counters.device_s, 3),
-            int(p.counters.write_bytes),
-            int(p.counters.zone_resets),
-            int(p.report_file.display()),
-        ]);
+        let result = [p.mb_per_s, p.p50_us, p.p99_us, p.p99_9_us];
+        let head = [int(&p.util), int(&p.tenancy), int(p.rep)];
+        t.push(
+            head.into_iter()
+                .chain(result_cells(&p.benchmark, p.ops_per_s, result))
+                .chain([
+                    Cell::fixed(c.a_fs, 4),
+                    Cell::fixed(c.b_fs, 4),
+                    Cell::fixed(c.a_zones, 4),
+                    Cell::fixed(c.b_zones, 4),
+                    Cell::fixed(c.drive_zones, 4),
+                    Cell::fixed(p.capacity_end.drive_zones, 4),
+                    Cell::fixed(p.bandwidth.window_s, 1),
+                    Cell::fixed(p.bandwidth.write_mib_s, 3),
+                    Cell::fixed(p.bandwidth.read_mib_s, 3),
+                    Cell::fixed(p.bandwidth.utilization, 4),
+                    opt_cell(p.tenant_a.map(|f| f.write_mib_per_s), 3),
+                    Cell::fixed(p.fill_s, 1),
+                    Cell::fixed(p.counters.device_s, 3),
+                    int(p.counters.write_bytes),
+                    int(p.counters.zone_resets),
+                    int(p.report_file.display()),
+                ]),
+        );
     }
     t.to_csv()
 }
