@@ -4,7 +4,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{NONE, PPM};
+use super::map::NONE;
+
+/// Parts per million.
+pub(super) const PPM: u64 = 1_000_000;
 
 /// How the GC picks its victim block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]

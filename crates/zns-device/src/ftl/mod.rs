@@ -76,11 +76,11 @@ pub use config::{
 };
 pub use report::{DieLoad, FtlEffects, FtlStats, GcWork};
 
+use config::PPM;
 use debt::GcDebt;
 use map::{PageMap, NONE};
 use unit::{BlockState, Open, Pool, Unit};
 
-const PPM: u64 = 1_000_000;
 /// Largest number of mapping units one map entry holds while writes are
 /// aligned (`Ftl::new`).
 pub const MAX_GRAIN: u32 = 8;
