@@ -614,3 +614,23 @@ fn clones_sharing_zones_with_a_zrwa_are_refused_by_name() {
         "{err}"
     );
 }
+
+/// fio's `zoned_abs`: zones of absolute sizes from the range's start; zones
+/// beyond the job's range are refused before the run.
+#[test]
+fn zoned_abs_runs_within_the_range_and_is_refused_beyond_it() {
+    let run = |dist: &str| {
+        let specs = parse_args(args(&format!(
+            "--name=r --filename=zn540 --rw=randread --bs=4k --size=4m --number_ios=500 --random_distribution={dist}"
+        )))
+        .unwrap();
+        run_jobs(&specs, 1)
+    };
+    let rep = run("zoned_abs:90/1m:10/3m").unwrap();
+    assert_eq!(rep.jobs[0].read.total_ios, 500);
+    let err = run("zoned_abs:90/1m:10/4m").unwrap_err().to_string();
+    assert!(
+        err.contains("beyond the job's range of 4194304 bytes"),
+        "{err}"
+    );
+}

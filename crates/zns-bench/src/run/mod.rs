@@ -311,6 +311,12 @@ pub fn run_jobs_interruptible(
             group_notes.extend(job_notes(spec, &geo).map_err(&setup)?);
             for clone in 0..spec.numjobs.max(1) {
                 let (start, len) = job_range(spec, &geo, clone).map_err(&setup)?;
+                if let Some(span) = spec.random_distribution.span_bytes().filter(|&b| b > len) {
+                    return Err(setup(format!(
+                        "random_distribution={}: its zones cover {span} bytes, beyond the job's range of {len} bytes (size/offset)",
+                        spec.random_distribution
+                    )));
+                }
                 let rng = match spec.randseed {
                     Some(s) => SimRng::from_seed_u64(s.wrapping_add(u64::from(clone))),
                     None => handle.rng(),
@@ -896,7 +902,7 @@ impl JobRun {
         let mut rng = rng;
         let blocks = (len / spec.bs.max(1)).max(1);
         let sampler = if spec.rw.is_random() {
-            BlockSampler::new(&spec.random_distribution, blocks, &mut rng)
+            BlockSampler::new(&spec.random_distribution, blocks, spec.bs, &mut rng)
         } else {
             None
         };
