@@ -224,14 +224,24 @@ pub fn line<'a, DB: DrawingBackend + 'a>(
     label: &str,
     marker_px: Option<u32>,
 ) -> Result<(), PlotError> {
+    line_of_width(chart, points, color, 2, label, marker_px)
+}
+
+/// [`line`] `width_px` wide.
+fn line_of_width<'a, DB: DrawingBackend + 'a>(
+    chart: &mut Chart2d<'a, DB>,
+    points: &[(f64, f64)],
+    color: RGBColor,
+    width_px: u32,
+    label: &str,
+    marker_px: Option<u32>,
+) -> Result<(), PlotError> {
+    let stroke = color.stroke_width(width_px);
     chart
-        .draw_series(LineSeries::new(
-            points.iter().copied(),
-            color.stroke_width(2),
-        ))
+        .draw_series(LineSeries::new(points.iter().copied(), stroke))
         .map_err(PlotError::from)?
         .label(label)
-        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(2)));
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], stroke));
     if let Some(px) = marker_px {
         chart
             .draw_series(points.iter().map(|p| Circle::new(*p, px, color.filled())))
@@ -462,7 +472,33 @@ pub fn range_from_zero(values: impl Iterator<Item = f64>) -> Range<f64> {
     lo..hi + (hi - lo) * 0.05
 }
 
-/// Draws `chart` into a 1000 × 600 PNG at `path`, one colour per series.
+/// The right-hand corner of a chart with fewer of `points` in it (upper or
+/// lower quarter), for the legend.
+fn emptier_right_corner<'p>(
+    points: impl Iterator<Item = &'p (f64, f64)>,
+    x: &Range<f64>,
+    y: &Range<f64>,
+) -> SeriesLabelPosition {
+    let (x_mid, y_mid) = ((x.start + x.end) / 2.0, (y.start + y.end) / 2.0);
+    let (mut upper, mut lower) = (0usize, 0usize);
+    for &(_, py) in points.filter(|p| p.0 > x_mid) {
+        if py > y_mid {
+            upper += 1;
+        } else {
+            lower += 1;
+        }
+    }
+    if upper > lower {
+        SeriesLabelPosition::LowerRight
+    } else {
+        SeriesLabelPosition::UpperRight
+    }
+}
+
+/// Draws `chart` into a 1000 × 600 PNG at `path`, one colour per series,
+/// each series narrower than the one before it (so that one drawn over
+/// another with the same values leaves it showing on both sides), the
+/// legend in the emptier right-hand corner.
 pub fn line_chart(chart: &LineChart, path: &Path) -> Result<(), PlotError> {
     let points = || chart.series.iter().flat_map(|s| s.1.iter());
     let x = range_from_zero(points().map(|p| p.0));
@@ -473,18 +509,21 @@ pub fn line_chart(chart: &LineChart, path: &Path) -> Result<(), PlotError> {
     );
     let x_span = x.end - x.start;
     let x_format = move |v: &f64| tick_text(*v, x_span);
+    let legend = emptier_right_corner(points(), &x, &y);
     let mut axes = Axes::new(&chart.title, &chart.x_label, &chart.y_label, x.clone(), y);
     axes.x_format = Some(&x_format);
     let root = BitMapBackend::new(path, (1000, 600)).into_drawing_area();
     root.fill(&WHITE).map_err(PlotError::from)?;
     let mut c = frame(&root, &axes, FULL)?;
-    for (i, (label, points)) in chart.series.iter().enumerate() {
-        line(&mut c, points, color(i), label, None)?;
+    let n = chart.series.len() as u32;
+    for (i, (label, points)) in (0u32..).zip(&chart.series) {
+        let width_px = (2 + 2 * (n - 1 - i)).min(8);
+        line_of_width(&mut c, points, color(i as usize), width_px, label, None)?;
     }
     for r in &chart.references {
         reference_line(&mut c, x.clone(), r)?;
     }
-    draw_legend(&mut c, SeriesLabelPosition::UpperRight, FULL.labels_px)?;
+    draw_legend(&mut c, legend, FULL.labels_px)?;
     root.present().map_err(PlotError::from)
 }
 

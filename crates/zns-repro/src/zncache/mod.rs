@@ -1050,18 +1050,32 @@ fn figure_charts(
     let runs: Vec<&str> = group.iter().map(|(label, _)| label.as_str()).collect();
     let mut charts = zns_cache::plot::comparison_charts(group, &format!("({id}) "));
     for (name, chart) in &mut charts {
-        chart.references = runs
-            .iter()
-            .enumerate()
-            .filter_map(|(i, run)| {
-                let y = paper::chart_figure(run, name)?;
-                Some(zns_plot::Reference {
-                    y,
-                    label: format!("paper, {run}: {y}"),
-                    color: zns_plot::color(i),
-                })
-            })
+        // runs with the same figure share one line (black), a figure of
+        // one run is in its colour
+        let figures: Vec<(usize, f64)> = (0..runs.len())
+            .filter_map(|i| Some((i, paper::chart_figure(runs[i], name)?)))
             .collect();
+        let mut refs: Vec<zns_plot::Reference> = Vec::new();
+        for &(i, y) in &figures {
+            if refs.iter().any(|r| r.y == y) {
+                continue;
+            }
+            let same: Vec<&str> = figures
+                .iter()
+                .filter(|f| f.1 == y)
+                .map(|f| runs[f.0])
+                .collect();
+            refs.push(zns_plot::Reference {
+                y,
+                label: format!("paper, {}: {y}", same.join(", ")),
+                color: if same.len() > 1 {
+                    zns_plot::plotters::prelude::BLACK
+                } else {
+                    zns_plot::color(i)
+                },
+            });
+        }
+        chart.references = refs;
     }
     (format!("zncache-{id}-{}", runs.join("+")), charts)
 }
@@ -1267,12 +1281,10 @@ mod tests {
             .map(|x| (x.y, x.label.as_str()))
             .collect();
         // appendix B, Table 8: 0.023 GiB/s for both runs of the row
+        // (one line for the two: the same figure)
         assert_eq!(
             refs,
-            [
-                (0.023, "paper, ZNS-64K-UNIF-10: 0.023"),
-                (0.023, "paper, Block-64K-UNIF-10: 0.023")
-            ]
+            [(0.023, "paper, ZNS-64K-UNIF-10, Block-64K-UNIF-10: 0.023")]
         );
         let (_, free) = charts
             .iter()
