@@ -1214,8 +1214,8 @@ mod tests {
             }
             w => panic!("{label}: {w:?}"),
         };
-        let (p, v) = fb("fileserver-1m");
-        assert_eq!(p, "fileserver");
+        let (personality, v) = fb("fileserver-1m");
+        assert_eq!(personality, "fileserver");
         assert_eq!(var(&v, "IOSIZE"), "1m", "filebench's iosize, uncapped");
         assert_eq!(var(&v, "NFILES"), "10000", "filebench's default at least");
         assert_eq!(var(&v, "DIRECTIO"), ",directio");
@@ -1322,6 +1322,7 @@ mod tests {
             out_dir: PathBuf::from("/tmp/x"),
             zns: PathBuf::from("zns"),
             resume: false,
+            programs: Programs::default(),
         };
         let runs = plan(&opts);
         assert_eq!(runs.len(), 3 + 5);
