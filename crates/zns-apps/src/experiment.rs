@@ -120,6 +120,23 @@ pub fn measured<T>(
     Ok((out, load))
 }
 
+/// `zns serve TARGETS… SERVE_ARGS…` with its stats in `LABEL.serve.json`;
+/// the server and the device path of the first target (the array).
+fn serve(env: &RunEnv, targets: &[&str], label: &str) -> Result<(Server, String), AppError> {
+    std::fs::create_dir_all(&env.work_dir)
+        .map_err(|e| AppError::Io(format!("{}: {e}", env.work_dir.display())))?;
+    let stats = env.work_dir.join(format!("{label}.serve.json"));
+    let mut args: Vec<String> = targets.iter().map(|t| t.to_string()).collect();
+    args.extend(env.serve_args.iter().cloned());
+    let server = Server::start(&env.zns, &args, &stats)?;
+    let array = targets.first().copied().unwrap_or_default();
+    let dev = server
+        .path_of(array)
+        .ok_or_else(|| AppError::Io(format!("zns serve did not list {array}")))?
+        .to_string();
+    Ok((server, dev))
+}
+
 /// Serves `array` with `meta` (a conventional namespace, e.g. `zn540-cns`'s
 /// first) for F2FS's metadata, runs `workload` on F2FS zoned, and returns
 /// the figures; `label` names the raw report file.
@@ -130,16 +147,7 @@ pub fn run_on_f2fs(
     workload: &Workload,
     label: &str,
 ) -> Result<RunResult, AppError> {
-    std::fs::create_dir_all(&env.work_dir)
-        .map_err(|e| AppError::Io(format!("{}: {e}", env.work_dir.display())))?;
-    let stats = env.work_dir.join(format!("{label}.serve.json"));
-    let mut args = vec![array.to_string(), meta.to_string()];
-    args.extend(env.serve_args.iter().cloned());
-    let server = Server::start(&env.zns, &args, &stats)?;
-    let zoned = server
-        .path_of(array)
-        .ok_or_else(|| AppError::Io(format!("zns serve did not list {array}")))?
-        .to_string();
+    let (server, zoned) = serve(env, &[array, meta], label)?;
     let meta_dev = server
         .devices
         .iter()
@@ -202,16 +210,7 @@ pub fn run_on_zenfs(
             "run_on_zenfs runs db_bench with ZenFS only".into(),
         ));
     };
-    std::fs::create_dir_all(&env.work_dir)
-        .map_err(|e| AppError::Io(format!("{}: {e}", env.work_dir.display())))?;
-    let stats = env.work_dir.join(format!("{label}.serve.json"));
-    let mut serve = vec![array.to_string()];
-    serve.extend(env.serve_args.iter().cloned());
-    let server = Server::start(&env.zns, &serve, &stats)?;
-    let dev = server
-        .path_of(array)
-        .ok_or_else(|| AppError::Io(format!("zns serve did not list {array}")))?
-        .to_string();
+    let (server, dev) = serve(env, &[array], label)?;
     let report_file = env.work_dir.join(format!("{label}.report"));
     let outcome = zenfs_prepare(&dev, zenfs, label).and_then(|name| {
         let mut all = vec![format!("--fs_uri=zenfs://dev:{name}")];
