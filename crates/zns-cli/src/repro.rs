@@ -56,9 +56,11 @@ normalized.csv, fig9.png, fig10.png, summary.md (paper vs ours) and every
 application's raw report under runs/.
 
 Examples:
-  zns repro zraid --fig 9,10 --quick            the smoke (guest: ~5 min; CI: --fig 9)
-  zns repro zraid --fig 9 --reps 3              the full Fig. 9
-  zns repro zraid --fig 9 --reps 3 --resume     go on with one that was cut short
+  zns repro zraid --fig 9,10 --quick            the smoke (CI: --fig 9, twice, diffed)
+  zns repro zraid --fig 9 --reps 1              the full Fig. 9 (deterministic in the guest: one repetition)
+  zns repro zraid --fig 9 --reps 1 --resume     go on with one that was cut short
+  zns repro zraid --fig dbcheck                 db_bench against the drive: fills at c, reads at c / 32
+  zns repro zraid --fig 9 --filebench PATH      filebench's own personalities instead of the fio stand-ins
   sudo zns repro zraid --fig 10 --where here    on a host with ublk";
 
 const STUDY_HELP: &str = "\
