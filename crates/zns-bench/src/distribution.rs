@@ -16,6 +16,9 @@
 //!   the range is drawn again.
 //! - `zoned:A/R:A/R…`: A % of the I/Os go to the next R % of the range, the
 //!   zones in order from the range's start; both columns add up to 100.
+//! - `zoned_abs:A/SIZE:A/SIZE…`: the same with the zones' sizes in bytes
+//!   (`60/20g:40/100g`); the accesses add up to 100 and the zones must fit
+//!   in the job's range ([`RandomDistribution::span_bytes`]).
 //!
 //! As in fio, a non-uniform distribution uses no random map (blocks repeat).
 //! Draws come from the job's seeded stream, so runs repeat.
@@ -26,6 +29,7 @@ use rand_distr::{Distribution as _, Normal, Zipf};
 use zns_sim::SimRng;
 
 use crate::randmap::BlockPermutation;
+use zns_target::size::parse_bytes;
 
 /// A parsed `random_distribution` value.
 #[derive(Debug, Clone, PartialEq)]
@@ -45,12 +49,19 @@ pub enum RandomDistribution {
     },
     /// (access %, range %) per zone of the range, in order.
     Zoned(Vec<(f64, f64)>),
+    /// (access %, bytes) per zone from the range's start, in order.
+    ZonedAbs(Vec<(f64, u64)>),
 }
 
 impl RandomDistribution {
     /// Parses fio's syntax; the error says what was expected.
     pub fn parse(text: &str) -> Result<RandomDistribution, String> {
         let text = text.trim();
+        if text.contains(',') {
+            return Err(format!(
+                "'{text}': per-direction lists (one distribution per direction, separated by ',') are not supported: give one distribution for every direction"
+            ));
+        }
         let (kind, rest) = match text.split_once(':') {
             Some((k, r)) => (k.trim(), Some(r.trim())),
             None => (text, None),
@@ -111,31 +122,32 @@ impl RandomDistribution {
                 })
             }
             "zoned" => {
-                let rest = rest.ok_or("zoned needs zones: zoned:ACCESS%/RANGE%:… (e.g. zoned:60/10:30/20:10/70)")?;
-                if rest.contains(',') {
-                    return Err("zoned: one list for every direction (per-direction lists, with ',', are not supported)".into());
-                }
-                let mut zones = Vec::new();
-                for part in rest.split(':') {
-                    let (a, r) = part
-                        .split_once('/')
-                        .ok_or_else(|| format!("zoned: '{part}' is not ACCESS%/RANGE%"))?;
-                    let (a, r) = (number(a, "access %")?, number(r, "range %")?);
-                    if !((0.0..=100.0).contains(&a) && r > 0.0 && r <= 100.0) {
-                        return Err(format!("zoned: '{part}': access in [0, 100] and range in (0, 100] percent"));
-                    }
-                    zones.push((a, r));
-                }
-                let (sa, sr): (f64, f64) = zones.iter().fold((0.0, 0.0), |(x, y), &(a, r)| (x + a, y + r));
-                if (sa - 100.0).abs() > 1e-6 || (sr - 100.0).abs() > 1e-6 {
-                    return Err(format!(
-                        "zoned: the accesses add up to {sa} % and the ranges to {sr} %; both must be 100"
-                    ));
+                let zones = zone_list(kind, rest, "RANGE%", "zoned:60/10:30/20:10/70", |r| {
+                    number(r, "range %").and_then(|r| {
+                        if r > 0.0 && r <= 100.0 {
+                            Ok(r)
+                        } else {
+                            Err(format!("zoned: range {r} % is not in (0, 100]"))
+                        }
+                    })
+                })?;
+                let sr: f64 = zones.iter().map(|z| z.1).sum();
+                if (sr - 100.0).abs() > 1e-6 {
+                    return Err(format!("zoned: the ranges add up to {sr} %; they must add up to 100"));
                 }
                 Ok(RandomDistribution::Zoned(zones))
             }
+            "zoned_abs" => {
+                let zones = zone_list(kind, rest, "SIZE", "zoned_abs:60/20g:40/100g", |r| {
+                    parse_bytes(r)
+                        .ok()
+                        .filter(|&b| b > 0)
+                        .ok_or_else(|| format!("zoned_abs: size '{r}' is not a size in bytes (e.g. 20g)"))
+                })?;
+                Ok(RandomDistribution::ZonedAbs(zones))
+            }
             _ => Err(format!(
-                "'{text}': expected random, zipf:THETA[:CENTER], pareto:H[:CENTER], normal:DEV[:CENTER] or zoned:A/R:…"
+                "'{text}': expected random, zipf:THETA[:CENTER], pareto:H[:CENTER], normal:DEV[:CENTER], zoned:A/R:… or zoned_abs:A/SIZE:…"
             )),
         }
     }
@@ -143,6 +155,52 @@ impl RandomDistribution {
     pub fn is_uniform(&self) -> bool {
         *self == RandomDistribution::Uniform
     }
+
+    /// The bytes from the range's start that `zoned_abs` zones cover (a job
+    /// whose range is shorter is refused); `None` for other distributions.
+    pub fn span_bytes(&self) -> Option<u64> {
+        match self {
+            RandomDistribution::ZonedAbs(zones) => {
+                Some(zones.iter().fold(0u64, |s, z| s.saturating_add(z.1)))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The zones of `zoned` and `zoned_abs` (`kind`): `ACCESS%/SIZE` parts
+/// separated by `:`, each size read by `size` (`what` and `example` for the
+/// messages); the accesses add up to 100.
+fn zone_list<T>(
+    kind: &str,
+    rest: Option<&str>,
+    what: &str,
+    example: &str,
+    size: impl Fn(&str) -> Result<T, String>,
+) -> Result<Vec<(f64, T)>, String> {
+    let rest = rest
+        .ok_or_else(|| format!("{kind} needs zones: {kind}:ACCESS%/{what}:… (e.g. {example})"))?;
+    let mut zones = Vec::new();
+    let mut access_sum = 0.0;
+    for part in rest.split(':') {
+        let (a, r) = part
+            .split_once('/')
+            .ok_or_else(|| format!("{kind}: '{part}' is not ACCESS%/{what}"))?;
+        let a = a
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|a| (0.0..=100.0).contains(a))
+            .ok_or_else(|| format!("{kind}: access '{a}' is not a percentage in [0, 100]"))?;
+        access_sum += a;
+        zones.push((a, size(r.trim())?));
+    }
+    if (access_sum - 100.0).abs() > 1e-6 {
+        return Err(format!(
+            "{kind}: the accesses add up to {access_sum} %; they must add up to 100"
+        ));
+    }
+    Ok(zones)
 }
 
 impl fmt::Display for RandomDistribution {
@@ -161,6 +219,10 @@ impl fmt::Display for RandomDistribution {
             RandomDistribution::Zoned(zones) => {
                 let parts: Vec<String> = zones.iter().map(|(a, r)| format!("{a}/{r}")).collect();
                 write!(f, "zoned:{}", parts.join(":"))
+            }
+            RandomDistribution::ZonedAbs(zones) => {
+                let parts: Vec<String> = zones.iter().map(|(a, b)| format!("{a}/{b}")).collect();
+                write!(f, "zoned_abs:{}", parts.join(":"))
             }
         }
     }
@@ -186,6 +248,20 @@ enum Draw {
     Zoned(Vec<(f64, u64)>),
 }
 
+/// The draw of zones with these accesses (percent) ending at these blocks
+/// (the last zone ends at `n` for `zoned`, at or before it for `zoned_abs`).
+fn zoned_draw<T>(zones: &[(f64, T)], ends: impl Iterator<Item = u64>, n: u64) -> Draw {
+    let mut cum = Vec::with_capacity(zones.len() + 1);
+    let (mut access, mut first) = (0.0, 0);
+    for (&(a, _), end) in zones.iter().zip(ends) {
+        cum.push((access / 100.0, first));
+        access += a;
+        first = end.min(n);
+    }
+    cum.push((1.0, first));
+    Draw::Zoned(cum)
+}
+
 /// Draws blocks `0..n` as a non-uniform [`RandomDistribution`] says.
 #[derive(Debug, Clone)]
 pub struct BlockSampler {
@@ -195,9 +271,15 @@ pub struct BlockSampler {
 }
 
 impl BlockSampler {
-    /// A sampler over `n` blocks (n ≥ 1), keyed from `rng`; None for the
-    /// uniform distribution, which the caller draws itself.
-    pub fn new(dist: &RandomDistribution, n: u64, rng: &mut SimRng) -> Option<BlockSampler> {
+    /// A sampler over `n` blocks (n ≥ 1) of `block_bytes`, keyed from
+    /// `rng`; None for the uniform distribution, which the caller draws
+    /// itself.
+    pub fn new(
+        dist: &RandomDistribution,
+        n: u64,
+        block_bytes: u64,
+        rng: &mut SimRng,
+    ) -> Option<BlockSampler> {
         let n = n.max(1);
         let place = |center: Option<f64>, rng: &mut SimRng| match center {
             Some(c) => Placement::From(((c * n as f64) as u64).min(n - 1)),
@@ -224,15 +306,19 @@ impl BlockSampler {
                 )
             }
             RandomDistribution::Zoned(zones) => {
-                let mut cum = Vec::with_capacity(zones.len() + 1);
-                let (mut access, mut range) = (0.0, 0.0);
-                for &(a, r) in zones {
-                    cum.push((access / 100.0, ((range / 100.0) * n as f64) as u64));
-                    access += a;
-                    range += r;
-                }
-                cum.push((1.0, n));
-                (Draw::Zoned(cum), Placement::From(0))
+                let ends = zones.iter().scan(0.0, |range, &(_, r)| {
+                    *range += r;
+                    Some(((*range / 100.0) * n as f64) as u64)
+                });
+                (zoned_draw(zones, ends, n), Placement::From(0))
+            }
+            RandomDistribution::ZonedAbs(zones) => {
+                let block_bytes = block_bytes.max(1);
+                let ends = zones.iter().scan(0u64, |bytes, &(_, b)| {
+                    *bytes = bytes.saturating_add(b);
+                    Some((*bytes / block_bytes).min(n))
+                });
+                (zoned_draw(zones, ends, n), Placement::From(0))
             }
         };
         Some(BlockSampler { n, draw, place })
@@ -283,7 +369,7 @@ mod tests {
     fn histogram(dist: &str, n: u64, draws: usize) -> Vec<u64> {
         let d = RandomDistribution::parse(dist).unwrap();
         let mut rng = SimRng::from_seed_u64(7);
-        let mut s = BlockSampler::new(&d, n, &mut rng).unwrap();
+        let mut s = BlockSampler::new(&d, n, 4096, &mut rng).unwrap();
         let mut h = vec![0u64; n as usize];
         for _ in 0..draws {
             let b = s.next(&mut rng);
@@ -339,6 +425,11 @@ mod tests {
             "zoned:60:40",
             "gauss:1",
             "zoned:50/50,50/50",
+            "zipf:1.2,pareto:0.3",
+            "zoned_abs:60/20g:30/1g",
+            "zoned_abs:60/x:40/1g",
+            "zoned_abs:100/0",
+            "zoned_abs",
             "",
         ] {
             assert!(
@@ -381,6 +472,21 @@ mod tests {
         assert!((part(0, 100) - 0.6).abs() < 0.01);
         assert!((part(100, 300) - 0.3).abs() < 0.01);
         assert!((part(300, 1000) - 0.1).abs() < 0.01);
+    }
+
+    #[test]
+    fn zoned_abs_sends_each_share_to_its_bytes() {
+        // 4 KiB blocks: 1 MiB = 256 blocks, 2 MiB = 512; the rest of the
+        // 1000 blocks gets nothing
+        assert_eq!(
+            RandomDistribution::parse("zoned_abs:70/1m:30/2m").map(|d| d.span_bytes()),
+            Ok(Some(3 << 20))
+        );
+        let h = histogram("zoned_abs:70/1m:30/2m", 1000, 100_000);
+        let part = |a: usize, b: usize| h[a..b].iter().sum::<u64>() as f64 / 100_000.0;
+        assert!((part(0, 256) - 0.7).abs() < 0.01, "{}", part(0, 256));
+        assert!((part(256, 768) - 0.3).abs() < 0.01, "{}", part(256, 768));
+        assert_eq!(part(768, 1000), 0.0);
     }
 
     #[test]

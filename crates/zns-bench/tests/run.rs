@@ -554,21 +554,83 @@ fn large_reads_next_to_saturating_zone_writers_share_the_front_end_per_command()
     );
 }
 
+/// fio's zbd mode: clones of a job (and jobs whose ranges overlap) share
+/// the zones' write pointers, their writes interleaving in the same zones.
 #[test]
-fn numjobs_clones_on_shared_zones_are_named_as_clones() {
+fn numjobs_clones_share_the_zones_write_pointers_in_zbd_mode() {
+    let run = |extra: &str| {
+        let specs = parse_args(args(&format!(
+            "--name=w --filename=tiny --zonemode=zbd --rw=write --direct=1 --size=2z {extra}"
+        )))
+        .unwrap();
+        run_jobs(&specs, 1).unwrap_or_else(|e| panic!("{extra}: {e}"))
+    };
+    let range = run("").jobs[0].write.io_bytes;
+    for extra in [
+        "--numjobs=2",
+        "--numjobs=2 --max_open_zones=1",
+        "--numjobs=3 --ioengine=libaio --iodepth=4 --bs=8k",
+    ] {
+        let rep = run(extra);
+        let bytes: Vec<u64> = rep.jobs.iter().map(|j| j.write.io_bytes).collect();
+        // every clone wrote, together the range exactly once: no reset,
+        // no error
+        assert!(
+            bytes.len() > 1 && bytes.iter().all(|&b| b > 0),
+            "{extra}: {bytes:?}"
+        );
+        assert_eq!(bytes.iter().sum::<u64>(), range, "{extra}: {bytes:?}");
+        for j in &rep.jobs {
+            assert!(j.error.is_none(), "{extra}: {:?}", j.error);
+            assert_eq!(j.zone_resets, 0, "{extra}");
+        }
+    }
+    // two jobs whose ranges overlap in zone 1 write the three zones once
+    let specs = parse_job_file(
+        "[global]\nfilename=tiny\nzonemode=zbd\nrw=write\ndirect=1\nsize=2z\n[a]\n[b]\noffset=1z\n",
+        "overlap.fio",
+    )
+    .unwrap();
+    let rep = run_jobs(&specs, 1).unwrap();
+    let total: u64 = rep.jobs.iter().map(|j| j.write.io_bytes).sum();
+    assert_eq!(total, range / 2 * 3);
+    assert!(rep
+        .jobs
+        .iter()
+        .all(|j| j.error.is_none() && j.zone_resets == 0));
+}
+
+/// What znskit adds to fio cannot be shared: ZRWA writers sharing zones are
+/// refused, the message naming the clones.
+#[test]
+fn clones_sharing_zones_with_a_zrwa_are_refused_by_name() {
     let specs = parse_args(args(
-        "--name=w --filename=tiny --zonemode=zbd --rw=write --direct=1 --size=2z --numjobs=2",
+        "--name=w --filename=zn540 --zonemode=zbd --rw=write --direct=1 --size=1z --zrwa=1 --numjobs=2",
     ))
     .unwrap();
     let err = run_jobs(&specs, 1).unwrap_err().to_string();
     assert!(
-        err.contains("clones 0 and 1") && err.contains("offset_increment=2z"),
+        err.contains("clones 0 and 1 of job w write the same zones 0..1") && err.contains("ZRWA"),
         "{err}"
     );
-    // the fix the message names runs
-    let specs = parse_args(args(
-        "--name=w --filename=tiny --zonemode=zbd --rw=write --direct=1 --size=2z --numjobs=2 --offset_increment=2z",
-    ))
-    .unwrap();
-    run_jobs(&specs, 1).unwrap();
+}
+
+/// fio's `zoned_abs`: zones of absolute sizes from the range's start; zones
+/// beyond the job's range are refused before the run.
+#[test]
+fn zoned_abs_runs_within_the_range_and_is_refused_beyond_it() {
+    let run = |dist: &str| {
+        let specs = parse_args(args(&format!(
+            "--name=r --filename=zn540 --rw=randread --bs=4k --size=4m --number_ios=500 --random_distribution={dist}"
+        )))
+        .unwrap();
+        run_jobs(&specs, 1)
+    };
+    let rep = run("zoned_abs:90/1m:10/3m").unwrap();
+    assert_eq!(rep.jobs[0].read.total_ios, 500);
+    let err = run("zoned_abs:90/1m:10/4m").unwrap_err().to_string();
+    assert!(
+        err.contains("beyond the job's range of 4194304 bytes"),
+        "{err}"
+    );
 }

@@ -1,6 +1,9 @@
 //! PNG line charts of the time series (drawn by zns-plot, as every znskit
 //! figure): one chart per metric, one line per run, so experiment figures
-//! overlay ZNS and block, or ZPLRU and CLRU.
+//! overlay ZNS and block, or ZPLRU and CLRU. A long run's per-interval
+//! samples are drawn as their mean over windows (about
+//! [`POINTS_PER_SERIES`] points a line, the window in the title), so that
+//! lines which overlap sample by sample still show their levels.
 
 use std::path::Path;
 
@@ -65,35 +68,55 @@ pub const METRICS: [Metric; 9] = [
     ),
 ];
 
+/// About how many points a line of a chart has: samples are averaged over
+/// windows of the run's length / this (1, 2 or 5 × 10^k seconds).
+pub const POINTS_PER_SERIES: usize = 200;
+
 /// One chart per metric with one line per labelled run (a metric no run
-/// has, such as the device WAF of ZNS runs, gets no chart).
+/// has, such as the device WAF of ZNS runs, gets no chart); each line the
+/// mean of its samples over windows of the same length in every chart.
 pub fn comparison_charts(
     runs: &[(String, &RunReport)],
     title_prefix: &str,
 ) -> Vec<(&'static str, Chart)> {
+    let span_s = runs
+        .iter()
+        .flat_map(|(_, r)| r.samples.last().map(|s| s.t_s))
+        .fold(0.0, f64::max);
+    let window_s = zns_plot::window_for(span_s, POINTS_PER_SERIES);
+    let windowed = if window_s > 1.0 {
+        format!(" (mean over {window_s:.0} s windows)")
+    } else {
+        String::new()
+    };
     METRICS
         .iter()
         .filter_map(|(name, title, y, f)| {
             let series: Vec<(String, Vec<(f64, f64)>)> = runs
                 .iter()
                 .map(|(label, r)| {
-                    (
-                        label.clone(),
-                        r.samples
-                            .iter()
-                            .filter_map(|s| f(s).map(|v| (s.t_s, v)))
-                            .collect(),
-                    )
+                    let pts: Vec<(f64, f64)> = r
+                        .samples
+                        .iter()
+                        .filter_map(|s| f(s).map(|v| (s.t_s, v)))
+                        .collect();
+                    let pts = if window_s > 1.0 {
+                        zns_plot::windowed_mean(&pts, window_s)
+                    } else {
+                        pts
+                    };
+                    (label.clone(), pts)
                 })
                 .collect();
             series.iter().any(|(_, pts)| !pts.is_empty()).then(|| {
                 (
                     *name,
                     Chart {
-                        title: format!("{title_prefix}{title}"),
+                        title: format!("{title_prefix}{title}{windowed}"),
                         x_label: "time (s, virtual)".into(),
                         y_label: (*y).into(),
                         series,
+                        references: Vec::new(),
                     },
                 )
             })

@@ -1,9 +1,11 @@
 //! Figures of znskit: one look for every PNG the tools draw. This crate owns
 //! the palette ([`COLORS`]), the chart frame (caption, axis descriptions,
 //! light grid: [`frame`]), a line series with its legend entry ([`line`]),
-//! the legend box ([`draw_legend`]), the plain line chart of time series
-//! ([`line_chart`]), the grouped bar chart of normalized results
-//! ([`bar_chart`]) and the look of each RAID design ([`raid_style`]: one
+//! the legend box ([`draw_legend`]), horizontal reference lines such as a
+//! paper's value ([`Reference`], [`reference_line`]), the plain line chart
+//! of time series ([`line_chart`], with [`windowed_mean`] to smooth dense
+//! series), the grouped bar chart of normalized results ([`bar_chart`])
+//! and the look of each RAID design ([`raid_style`]: one
 //! colour, marker and dash per system in every figure that shows it), and
 //! the one CSV/Markdown writer of the tables beside the figures
 //! ([`table`]). zns-repro (fidelity curves, the papers' figures) and
@@ -222,14 +224,24 @@ pub fn line<'a, DB: DrawingBackend + 'a>(
     label: &str,
     marker_px: Option<u32>,
 ) -> Result<(), PlotError> {
+    line_of_width(chart, points, color, 2, label, marker_px)
+}
+
+/// [`line`] `width_px` wide.
+fn line_of_width<'a, DB: DrawingBackend + 'a>(
+    chart: &mut Chart2d<'a, DB>,
+    points: &[(f64, f64)],
+    color: RGBColor,
+    width_px: u32,
+    label: &str,
+    marker_px: Option<u32>,
+) -> Result<(), PlotError> {
+    let stroke = color.stroke_width(width_px);
     chart
-        .draw_series(LineSeries::new(
-            points.iter().copied(),
-            color.stroke_width(2),
-        ))
+        .draw_series(LineSeries::new(points.iter().copied(), stroke))
         .map_err(PlotError::from)?
         .label(label)
-        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(2)));
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], stroke));
     if let Some(px) = marker_px {
         chart
             .draw_series(points.iter().map(|p| Circle::new(*p, px, color.filled())))
@@ -337,13 +349,109 @@ pub fn draw_legend<'a, DB: DrawingBackend + 'a>(
         .map_err(PlotError::from)
 }
 
-/// A line chart: title, axis descriptions and named series of (x, y).
+/// A line chart: title, axis descriptions, named series of (x, y) and
+/// horizontal reference lines (e.g. a paper's value).
 #[derive(Debug, Clone)]
 pub struct LineChart {
     pub title: String,
     pub x_label: String,
     pub y_label: String,
     pub series: Vec<(String, Vec<(f64, f64)>)>,
+    pub references: Vec<Reference>,
+}
+
+/// A horizontal dashed line at `y` across the chart in `color`, with a
+/// legend entry `label` (empty: none).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reference {
+    pub y: f64,
+    pub label: String,
+    pub color: RGBColor,
+}
+
+impl Reference {
+    /// A black line without a legend entry (e.g. 1.0 of normalized values).
+    pub fn plain(y: f64) -> Reference {
+        Reference {
+            y,
+            label: String::new(),
+            color: BLACK,
+        }
+    }
+}
+
+/// Draws `r` as a dashed line from `x.start` to `x.end`.
+pub fn reference_line<'a, DB: DrawingBackend + 'a>(
+    chart: &mut Chart2d<'a, DB>,
+    x: Range<f64>,
+    r: &Reference,
+) -> Result<(), PlotError> {
+    let stroke = r.color.stroke_width(2);
+    let anno = chart
+        .draw_series(DashedLineSeries::new(
+            [(x.start, r.y), (x.end, r.y)],
+            10,
+            6,
+            stroke,
+        ))
+        .map_err(PlotError::from)?;
+    if !r.label.is_empty() {
+        anno.label(r.label.as_str()).legend(move |(x, y)| {
+            EmptyElement::at((x, y))
+                + PathElement::new(vec![(0, 0), (8, 0)], stroke)
+                + PathElement::new(vec![(14, 0), (22, 0)], stroke)
+        });
+    }
+    Ok(())
+}
+
+/// The mean of `points` (sorted by x) over consecutive windows of
+/// `window` in x: one point per window that holds any, at the window's
+/// middle. A dense series (e.g. one sample a second over hours) drawn
+/// this way shows its level instead of its noise.
+pub fn windowed_mean(points: &[(f64, f64)], window: f64) -> Vec<(f64, f64)> {
+    if window.is_nan() || window <= 0.0 {
+        return points.to_vec();
+    }
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < points.len() {
+        let k = (points[i].0 / window).floor();
+        let (mut sum, mut n) = (0.0, 0usize);
+        while i < points.len() && (points[i].0 / window).floor() == k {
+            sum += points[i].1;
+            n += 1;
+            i += 1;
+        }
+        out.push(((k + 0.5) * window, sum / n as f64));
+    }
+    out
+}
+
+/// The window, in x units, that leaves about `points_wanted` points of a
+/// series spanning `span`: 1, 2 or 5 × a power of ten, at least 1 (whole
+/// samples of a series sampled once per unit).
+pub fn window_for(span: f64, points_wanted: usize) -> f64 {
+    let raw = span / points_wanted.max(1) as f64;
+    if raw.is_nan() || raw <= 1.0 {
+        return 1.0;
+    }
+    let decade = 10f64.powf(raw.log10().floor());
+    [1.0, 2.0, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * decade)
+        .find(|&w| w >= raw)
+        .unwrap_or(10.0 * decade)
+}
+
+/// Tick text of `v` with no decimals when the axis spans `span` ≥ 10 (so
+/// seconds read `5000`, not `5000.0`), else with two.
+fn tick_text(v: f64, span: f64) -> String {
+    if span >= 10.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.2}")
+    }
 }
 
 /// The range of `values` (finite ones) from 0 when all are positive, with
@@ -364,23 +472,58 @@ pub fn range_from_zero(values: impl Iterator<Item = f64>) -> Range<f64> {
     lo..hi + (hi - lo) * 0.05
 }
 
-/// Draws `chart` into a 1000 × 600 PNG at `path`, one colour per series.
+/// The right-hand corner of a chart with fewer of `points` in it (upper or
+/// lower quarter), for the legend.
+fn emptier_right_corner<'p>(
+    points: impl Iterator<Item = &'p (f64, f64)>,
+    x: &Range<f64>,
+    y: &Range<f64>,
+) -> SeriesLabelPosition {
+    let (x_mid, y_mid) = ((x.start + x.end) / 2.0, (y.start + y.end) / 2.0);
+    let (mut upper, mut lower) = (0usize, 0usize);
+    for &(_, py) in points.filter(|p| p.0 > x_mid) {
+        if py > y_mid {
+            upper += 1;
+        } else {
+            lower += 1;
+        }
+    }
+    if upper > lower {
+        SeriesLabelPosition::LowerRight
+    } else {
+        SeriesLabelPosition::UpperRight
+    }
+}
+
+/// Draws `chart` into a 1000 × 600 PNG at `path`, one colour per series,
+/// each series narrower than the one before it (so that one drawn over
+/// another with the same values leaves it showing on both sides), the
+/// legend in the emptier right-hand corner.
 pub fn line_chart(chart: &LineChart, path: &Path) -> Result<(), PlotError> {
     let points = || chart.series.iter().flat_map(|s| s.1.iter());
-    let axes = Axes::new(
-        &chart.title,
-        &chart.x_label,
-        &chart.y_label,
-        range_from_zero(points().map(|p| p.0)),
-        range_from_zero(points().map(|p| p.1)),
+    let x = range_from_zero(points().map(|p| p.0));
+    let y = range_from_zero(
+        points()
+            .map(|p| p.1)
+            .chain(chart.references.iter().map(|r| r.y)),
     );
+    let x_span = x.end - x.start;
+    let x_format = move |v: &f64| tick_text(*v, x_span);
+    let legend = emptier_right_corner(points(), &x, &y);
+    let mut axes = Axes::new(&chart.title, &chart.x_label, &chart.y_label, x.clone(), y);
+    axes.x_format = Some(&x_format);
     let root = BitMapBackend::new(path, (1000, 600)).into_drawing_area();
     root.fill(&WHITE).map_err(PlotError::from)?;
     let mut c = frame(&root, &axes, FULL)?;
-    for (i, (label, points)) in chart.series.iter().enumerate() {
-        line(&mut c, points, color(i), label, None)?;
+    let n = chart.series.len() as u32;
+    for (i, (label, points)) in (0u32..).zip(&chart.series) {
+        let width_px = (2 + 2 * (n - 1 - i)).min(8);
+        line_of_width(&mut c, points, color(i as usize), width_px, label, None)?;
     }
-    draw_legend(&mut c, SeriesLabelPosition::UpperRight, FULL.labels_px)?;
+    for r in &chart.references {
+        reference_line(&mut c, x.clone(), r)?;
+    }
+    draw_legend(&mut c, legend, FULL.labels_px)?;
     root.present().map_err(PlotError::from)
 }
 
@@ -389,8 +532,8 @@ pub type Bar = (f64, Option<(f64, f64)>);
 
 /// A grouped bar chart: for each group (e.g. a workload) one bar per
 /// series (e.g. a RAID variant), with an optional error bar (min, max)
-/// each; a dashed reference line at `reference` (e.g. 1.0 when values are
-/// normalized to one series).
+/// each; dashed reference lines (e.g. 1.0 when values are normalized to
+/// one series, a paper's value).
 #[derive(Debug, Clone)]
 pub struct BarChart {
     pub title: String,
@@ -398,7 +541,7 @@ pub struct BarChart {
     pub groups: Vec<String>,
     /// (series name, one bar per group).
     pub series: Vec<(String, Vec<Bar>)>,
-    pub reference: Option<f64>,
+    pub references: Vec<Reference>,
 }
 
 /// Draws `chart` into a 1000 × 600 PNG at `path`, series `i` in
@@ -422,7 +565,7 @@ pub fn bar_chart_colored(
         v.iter()
             .flat_map(|(y, e)| [Some(*y), e.map(|e| e.1)].into_iter().flatten())
     });
-    let y = range_from_zero(values.chain(chart.reference));
+    let y = range_from_zero(values.chain(chart.references.iter().map(|r| r.y)));
     // room above the bars for the legend
     let y = y.start..y.end + (y.end - y.start) * 0.15;
     let root = BitMapBackend::new(path, (1000, 600)).into_drawing_area();
@@ -471,12 +614,8 @@ pub fn bar_chart_colored(
         });
         c.draw_series(whiskers).map_err(PlotError::from)?;
     }
-    if let Some(r) = chart.reference {
-        let dashes = (0..n_groups * 8).map(|i| {
-            let x0 = -0.5 + i as f64 / 8.0;
-            PathElement::new(vec![(x0, r), (x0 + 1.0 / 16.0, r)], BLACK.stroke_width(1))
-        });
-        c.draw_series(dashes).map_err(PlotError::from)?;
+    for r in &chart.references {
+        reference_line(&mut c, -0.5..n_groups as f64 - 0.5, r)?;
     }
     draw_legend(&mut c, SeriesLabelPosition::UpperRight, FULL.labels_px)?;
     root.present().map_err(PlotError::from)
@@ -499,6 +638,22 @@ mod tests {
     }
 
     #[test]
+    fn a_windowed_mean_averages_each_window_at_its_middle() {
+        let pts: Vec<(f64, f64)> = (0..10).map(|t| (f64::from(t), f64::from(t % 2))).collect();
+        assert_eq!(
+            windowed_mean(&pts, 4.0),
+            vec![(2.0, 0.5), (6.0, 0.5), (10.0, 0.5)]
+        );
+        assert_eq!(windowed_mean(&pts, 0.0), pts);
+        // 26,400 one-second samples give about 200 points of 200 s
+        assert_eq!(window_for(26_400.0, 200), 200.0);
+        assert_eq!(window_for(100.0, 200), 1.0);
+        assert_eq!(window_for(1_500.0, 200), 10.0);
+        assert_eq!(tick_text(5000.0, 26_400.0), "5000");
+        assert_eq!(tick_text(0.5, 1.0), "0.50");
+    }
+
+    #[test]
     fn a_line_chart_is_a_png_file() {
         let dir = std::env::temp_dir().join(format!("zns-plot-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -511,6 +666,11 @@ mod tests {
                 ("a".into(), vec![(0.0, 1.0), (1.0, 2.0)]),
                 ("b".into(), vec![]),
             ],
+            references: vec![Reference {
+                y: 1.5,
+                label: "paper".into(),
+                color: color(0),
+            }],
         };
         line_chart(&chart, &path).unwrap();
         let bytes = std::fs::read(&path).unwrap();
@@ -531,7 +691,7 @@ mod tests {
                 ("x".into(), vec![(1.0, Some((0.9, 1.1))), (1.0, None)]),
                 ("y".into(), vec![(1.2, None), (f64::NAN, None)]),
             ],
-            reference: Some(1.0),
+            references: vec![Reference::plain(1.0)],
         };
         bar_chart(&chart, &path).unwrap();
         let bytes = std::fs::read(&path).unwrap();

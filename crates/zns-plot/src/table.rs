@@ -3,7 +3,8 @@
 //! points and its paper-vs-ours summary). A table is named columns and
 //! rows of cells already formatted by their owner (the number of digits
 //! is the owner's choice); this module owns only the syntax: RFC 4180
-//! quoting in CSV, the pipe table of Markdown.
+//! quoting in CSV, the pipe table of Markdown, the aligned columns of a
+//! terminal.
 
 use std::borrow::Cow;
 
@@ -127,6 +128,31 @@ impl Table {
         }
         out
     }
+
+    /// The table as aligned text for a terminal: every column as wide as
+    /// its widest cell (in characters), two spaces between columns, no
+    /// trailing blanks.
+    pub fn to_text(&self) -> String {
+        let mut widths: Vec<usize> = self.columns.iter().map(|c| c.chars().count()).collect();
+        for row in &self.rows {
+            for (w, c) in widths.iter_mut().zip(row) {
+                *w = (*w).max(c.markdown().chars().count());
+            }
+        }
+        let line = |cells: Vec<&str>| {
+            let padded: Vec<String> = cells
+                .iter()
+                .zip(&widths)
+                .map(|(c, &w)| format!("{c:<w$}"))
+                .collect();
+            format!("{}\n", padded.join("  ").trim_end())
+        };
+        let mut out = line(self.columns.iter().map(String::as_str).collect());
+        for row in &self.rows {
+            out.push_str(&line(row.iter().map(Cell::markdown).collect()));
+        }
+        out
+    }
 }
 
 #[cfg(test)]
@@ -156,5 +182,20 @@ mod tests {
             "| measure | ours |\n|---|---|\n| a | 1.000 |\n"
         );
         assert_eq!(t.len(), 1);
+    }
+
+    #[test]
+    fn text_columns_are_as_wide_as_their_widest_cell() {
+        let mut t = Table::new(["measure", "ours", "paper"]);
+        t.push([
+            Cell::text("a long measure"),
+            Cell::text("1 zones"),
+            Cell::text("≤ 0 %"),
+        ]);
+        t.push([Cell::text("b"), Cell::text("+0.2 %"), Cell::text("")]);
+        assert_eq!(
+            t.to_text(),
+            "measure         ours     paper\na long measure  1 zones  ≤ 0 %\nb               +0.2 %\n"
+        );
     }
 }

@@ -98,6 +98,7 @@ pub fn plot(table: &Table, spec: &PlotSpec, png: &Path) -> Result<(), SweepError
         x_label: spec.x.clone(),
         y_label: spec.y.clone(),
         series: lines.clone(),
+        references: Vec::new(),
     };
     zns_plot::line_chart(&chart, png)?;
     let mut csv = format!("line,{},{}\n", spec.x, spec.y);

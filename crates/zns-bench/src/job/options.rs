@@ -222,7 +222,7 @@ pub static OPTIONS: &[OptionDef] = &[
     opt("norandommap", OptKind::Bool, Some("0"),
         "Random I/O need not cover every block exactly once."),
     opt("random_distribution", OptKind::Str, Some("random"),
-        "Where random I/O falls: random (uniform), zipf:THETA[:CENTER], pareto:H[:CENTER] (pareto:0.2 = 80 % of the I/O on 20 % of the blocks), normal:DEV[:CENTER] (DEV % of the range), zoned:A/R:… (A % of the I/O on the next R % of the range). Without CENTER the hot blocks of zipf/pareto are spread over the range as fio's hashing spreads them; non-uniform distributions use no random map. zonemode=zbd: random reads only (docs/bench.md)."),
+        "Where random I/O falls: random (uniform), zipf:THETA[:CENTER], pareto:H[:CENTER] (pareto:0.2 = 80 % of the I/O on 20 % of the blocks), normal:DEV[:CENTER] (DEV % of the range), zoned:A/R:… (A % of the I/O on the next R % of the range), zoned_abs:A/SIZE:… (the same with zones of SIZE bytes from the range's start, e.g. zoned_abs:60/20g:40/100g). Without CENTER the hot blocks of zipf/pareto are spread over the range as fio's hashing spreads them; non-uniform distributions use no random map. zonemode=zbd: random reads only (docs/bench.md)."),
     opt("fsync", OptKind::Int { min: 0, max: i64::MAX }, Some("0"),
         "Every this many writes, wait for the job's I/O in flight and issue a flush (NVMe Flush, what fsync of a block device sends); its latency is reported as sync. 0 = never."),
     opt("fdatasync", OptKind::Int { min: 0, max: i64::MAX }, Some("0"),

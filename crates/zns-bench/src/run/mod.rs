@@ -14,6 +14,9 @@
 //! zone unless the device accepts more (zone append, ZRWA, or the
 //! mq-deadline host stack that serialises them itself), full zones are reset
 //! when the job comes back to them, and reads only go below write pointers.
+//! The zones' state (write pointers, writes in flight, open or not) is one
+//! per device, shared by the group's jobs: `numjobs` clones and jobs with
+//! overlapping ranges write at the same write pointers, as fio's do.
 //! Open-zone slots (`max_open_zones`, default the device limit) are shared by
 //! every job on a device.
 //!
@@ -54,9 +57,9 @@ mod verify_pass;
 mod zbd;
 mod zone_ops;
 
-use validate::{check_disjoint_zone_writers, job_notes, job_range, max_block_bytes, validate};
+use validate::{check_shared_zone_writers, job_notes, job_range, max_block_bytes, validate};
 use verify_pass::VerifyState;
-use zbd::ZbdState;
+use zbd::{ZbdState, ZoneTable};
 
 /// Why a run failed.
 #[derive(Debug, thiserror::Error)]
@@ -268,6 +271,9 @@ pub fn run_jobs_interruptible(
         let mut runs: Vec<Rc<JobRun>> = Vec::new();
         let mut group_notes: Vec<String> = Vec::new();
         let mut stack_of_device: BTreeMap<String, HostStack> = BTreeMap::new();
+        // the zones of each device as the group's jobs see them (fio's one
+        // zone table per file, shared by its jobs)
+        let mut zone_tables: BTreeMap<String, Rc<ZoneTable>> = BTreeMap::new();
         for spec in jobs {
             let setup = |msg: String| RunError::Setup {
                 job: spec.name.clone(),
@@ -298,12 +304,19 @@ pub fn run_jobs_interruptible(
             validate(spec, &target, &geo).map_err(&setup)?;
             let zbd_key = format!("{fname}#{}", spec.nsid.unwrap_or(0));
             let zbd = shared.zbd_for(&zbd_key, spec, &geo);
+            let zone_table = zone_tables.entry(zbd_key).or_default().clone();
             let slat = (spec.ioengine == crate::job::IoEngine::Libaio)
                 .then(|| devices.timing(&fname).map(|t| host::Slat::new(t, stack)))
                 .flatten();
             group_notes.extend(job_notes(spec, &geo).map_err(&setup)?);
             for clone in 0..spec.numjobs.max(1) {
                 let (start, len) = job_range(spec, &geo, clone).map_err(&setup)?;
+                if let Some(span) = spec.random_distribution.span_bytes().filter(|&b| b > len) {
+                    return Err(setup(format!(
+                        "random_distribution={}: its zones cover {span} bytes, beyond the job's range of {len} bytes (size/offset)",
+                        spec.random_distribution
+                    )));
+                }
                 let rng = match spec.randseed {
                     Some(s) => SimRng::from_seed_u64(s.wrapping_add(u64::from(clone))),
                     None => handle.rng(),
@@ -312,6 +325,8 @@ pub fn run_jobs_interruptible(
                     target: target.clone(),
                     geo: geo.clone(),
                     slots: zbd.clone(),
+                    zones: zone_table.clone(),
+                    id: runs.len(),
                     start,
                     len,
                 };
@@ -342,7 +357,7 @@ pub fn run_jobs_interruptible(
                 runs[i].cpu.set(share);
             }
         }
-        check_disjoint_zone_writers(&runs)?;
+        check_shared_zone_writers(&runs)?;
         if !group_notes.is_empty() {
             progress(&Progress {
                 group: gi as u32,
@@ -801,18 +816,24 @@ enum Step {
     Done,
 }
 
-/// Where a job clone runs: its device, the device's geometry and
-/// open-zone slots, and its byte range.
+/// Where a job clone runs: its device, the device's geometry, open-zone
+/// slots and zones (shared with the group's other jobs on it), and its byte
+/// range.
 struct JobPlace {
     target: Target,
     geo: Geometry,
     slots: Rc<ZbdShared>,
+    zones: Rc<ZoneTable>,
+    /// The job clone's number in its group.
+    id: usize,
     /// First byte and length of the range, bytes.
     start: u64,
     len: u64,
 }
 
 struct JobRun {
+    /// The job clone's number in its group (which job wrote a zone last).
+    id: usize,
     spec: JobSpec,
     target: Target,
     geo: Geometry,
@@ -867,6 +888,8 @@ impl JobRun {
             target,
             geo,
             slots,
+            zones,
+            id,
             start,
             len,
         } = place;
@@ -879,7 +902,7 @@ impl JobRun {
         let mut rng = rng;
         let blocks = (len / spec.bs.max(1)).max(1);
         let sampler = if spec.rw.is_random() {
-            BlockSampler::new(&spec.random_distribution, blocks, &mut rng)
+            BlockSampler::new(&spec.random_distribution, blocks, spec.bs, &mut rng)
         } else {
             None
         };
@@ -887,6 +910,7 @@ impl JobRun {
         let randmap = (spec.rw.is_random() && !spec.norandommap && sampler.is_none())
             .then(|| BlockPermutation::new(blocks, &mut rng));
         Rc::new(JobRun {
+            id,
             spec,
             target,
             geo,
@@ -909,7 +933,7 @@ impl JobRun {
                 writes_since_sync: 0,
                 sync: SyncState::Idle,
                 sync_stats: DirStats::default(),
-                zbd: ZbdState::default(),
+                zbd: ZbdState::new(zones),
                 flow_count: 0,
                 read: DirStats::default(),
                 write: DirStats::default(),
@@ -1050,7 +1074,7 @@ impl JobRun {
         let by_size = if self.spec.time_based {
             None
         } else if self.spec.zone_op.is_some() {
-            Some(st.zbd.zone_op_next as f64 / st.zbd.zones.len().max(1) as f64)
+            Some(st.zbd.zone_op_next as f64 / st.zbd.len().max(1) as f64)
         } else {
             Some(st.issued.bytes as f64 / st.limit_bytes.max(1) as f64)
         };
@@ -1153,7 +1177,8 @@ impl JobRun {
                 .zone_write_limit
                 .map(|s| s.resolve(self.geo.capacity_bytes, self.geo.zone_bytes, self.lba));
             let mut st = self.st.borrow_mut();
-            st.zbd.set_zones(&zones, self.lba, wlimit);
+            st.zbd
+                .set_zones(self.zones_in_range().0 as usize, &zones, self.lba, wlimit);
             // the range's data (reads) or capacity (writes) bounds the job,
             // unless io_size / number_ios / time_based ask for more (wrapping)
             let wraps =
@@ -1162,10 +1187,11 @@ impl JobRun {
             let loops = u64::from(self.spec.loops);
             if self.spec.zone_op.is_none() && !wraps {
                 if self.spec.rw == Rw::Read {
-                    let readable: u64 = st.zbd.zones.iter().map(|z| z.readable * self.lba).sum();
+                    let readable: u64 = st.zbd.zones().iter().map(|z| z.readable * self.lba).sum();
                     st.limit_bytes = st.limit_bytes.min(readable.saturating_mul(loops));
                 } else if self.spec.rw == Rw::Write && !self.spec.zrwa {
-                    let writable: u64 = st.zbd.zones.iter().map(|z| z.limit_lbas * self.lba).sum();
+                    let writable: u64 =
+                        st.zbd.zones().iter().map(|z| z.limit_lbas * self.lba).sum();
                     st.limit_bytes = st.limit_bytes.min(writable.saturating_mul(loops));
                 }
             }
@@ -1227,7 +1253,7 @@ impl JobRun {
     /// the zone is empty again and free for the job's workers.
     fn zone_reset_done(&self, zi: usize, ok: bool) {
         let mut st = self.st.borrow_mut();
-        st.zbd.zones[zi].busy = false;
+        st.zbd.zone_mut(zi).busy = false;
         if ok {
             let zslba = st.zbd.reset_done(zi);
             st.resets += 1;
@@ -1361,7 +1387,7 @@ impl JobRun {
                     }
                 }
                 Step::TrimZone { zone: zi } => {
-                    let zslba = self.st.borrow().zbd.zones[zi].start_lba;
+                    let zslba = self.st.borrow().zbd.zone(zi).start_lba;
                     let dev = self.target.zoned().expect("zbd trims run on zoned targets");
                     let r = dev.zone_send(send(ZoneAction::Reset, zslba)).await;
                     self.host_complete().await;
@@ -1383,12 +1409,12 @@ impl JobRun {
                     self.fill_verified(&mut buf[..n as usize], Some(slba * self.lba));
                     let r = self.target.write(slba, &buf[..n as usize]).await;
                     if let Some(zi) = zone {
-                        if let Some(z) = self.st.borrow_mut().zbd.zones.get_mut(zi) {
-                            // a completion after the request queued dispatches it
-                            let now = self.handle.now_ns();
-                            if z.sched_queued_at.is_some_and(|t| now > t) {
-                                z.sched_queued_at = None;
-                            }
+                        let st = self.st.borrow();
+                        let mut z = st.zbd.zone_mut(zi);
+                        // a completion after the request queued dispatches it
+                        let now = self.handle.now_ns();
+                        if z.sched_queued_at.is_some_and(|t| now > t) {
+                            z.sched_queued_at = None;
                         }
                     }
                     self.host_complete().await;
@@ -1424,13 +1450,13 @@ impl JobRun {
                 }
                 Step::Mgmt { cmd, key, zone: zi } => {
                     let r = self.timed_mgmt(cmd, key).await;
-                    self.st.borrow_mut().zbd.zones[zi].busy = false;
+                    self.st.borrow().zbd.zone_mut(zi).busy = false;
                     self.shared.changed.notify_waiters();
                     r?;
                     continue;
                 }
                 Step::Reset { zone: zi } => {
-                    let zslba = self.st.borrow().zbd.zones[zi].start_lba;
+                    let zslba = self.st.borrow().zbd.zone(zi).start_lba;
                     let r = self
                         .timed_mgmt(send(ZoneAction::Reset, zslba), "reset")
                         .await;
@@ -1465,9 +1491,9 @@ impl JobRun {
             return (now, 0);
         };
         let (before_ns, slat_ns) = {
-            let mut st = self.st.borrow_mut();
-            match zone.and_then(|zi| st.zbd.zones.get_mut(zi)) {
-                Some(z) => {
+            let st = self.st.borrow();
+            let slat_of = match zone.map(|zi| st.zbd.zone_mut(zi)) {
+                Some(mut z) => {
                     let r = slat.of(write, z.inflight, z.sched_queued_at.is_some());
                     if slat.queues(write, z.inflight) && z.sched_queued_at.is_none() {
                         z.sched_queued_at = Some(now);
@@ -1475,7 +1501,8 @@ impl JobRun {
                     r
                 }
                 None => slat.of(write, 0, false),
-            }
+            };
+            slat_of
         };
         let start = now.max(self.thread_free_ns.get());
         self.thread_free_ns.set(start + before_ns);
@@ -1636,7 +1663,7 @@ impl JobRun {
         let step = if self.zbd() && dir == Ddir::Trim {
             // fio's zbd mode on a zoned device: a trim resets a whole zone,
             // the zones of the range in order (randtrim: at random)
-            let nz = st.zbd.zones.len();
+            let nz = st.zbd.len();
             if nz == 0 {
                 return Step::Done;
             }
@@ -1647,10 +1674,11 @@ impl JobRun {
                 st.seq_pos += self.geo.zone_bytes;
                 zi
             };
-            if st.zbd.zones[zi].busy || st.zbd.zones[zi].inflight > 0 {
+            let mut z = st.zbd.zone_mut(zi);
+            if z.busy || z.inflight > 0 {
                 return Step::WaitChange;
             }
-            st.zbd.zones[zi].busy = true;
+            z.busy = true;
             Step::TrimZone { zone: zi }
         } else if self.zbd() {
             if is_read {

@@ -1,7 +1,7 @@
 //! A job checked against the device it targets before anything runs:
 //! its block sizes against the LBA size, MDTS and ZRWA, its options against
 //! the namespace's kind (the message names the option), its byte range,
-//! and concurrent zone writers' ranges kept apart.
+//! and the concurrent zone writers that cannot share zones.
 
 use std::rc::Rc;
 
@@ -10,11 +10,15 @@ use zns_target::{Geometry, Target};
 use super::{JobRun, RunError};
 use crate::job::{JobSpec, Rw, ZoneMode};
 
-/// Concurrent jobs that change zones (zbd writes, zone ops) must own
-/// disjoint zone ranges: each keeps its own view of its zones' write
-/// pointers. (fio shares one zone table between jobs; znskit asks for
-/// separate ranges instead of interleaving jobs inside a zone.)
-pub(super) fn check_disjoint_zone_writers(runs: &[Rc<JobRun>]) -> Result<(), RunError> {
+/// Concurrent jobs that change the same zones. zbd writers share them as
+/// fio's jobs do (one zone state per device: `numjobs` clones and jobs with
+/// overlapping ranges write at the same write pointers); what znskit adds
+/// to fio cannot be shared, and is refused with the reason: zone_op jobs
+/// (they time commands on zones they take for themselves), ZRWA writers
+/// (a zone's ZRWA window and its flushes have one writer), verify= (a job
+/// checks what it wrote, which another job's reset would discard) and
+/// different zone_write_limit values (one limit per zone).
+pub(super) fn check_shared_zone_writers(runs: &[Rc<JobRun>]) -> Result<(), RunError> {
     // (run, its clone number among the runs of the same job: numjobs)
     let writers: Vec<(&Rc<JobRun>, usize)> = runs
         .iter()
@@ -37,17 +41,28 @@ pub(super) fn check_disjoint_zone_writers(runs: &[Rc<JobRun>]) -> Result<(), Run
             if !(same_dev && a0 < b1 && b0 < a1) {
                 continue;
             }
+            let why = if a.spec.zone_op.is_some() || b.spec.zone_op.is_some() {
+                "a zone_op job takes its zones for itself"
+            } else if a.spec.zrwa || b.spec.zrwa {
+                "a zone's ZRWA window and its flushes have one writer"
+            } else if a.spec.verify.is_some() || b.spec.verify.is_some() {
+                "verify= checks what a job wrote, which another job may reset"
+            } else if a.spec.zone_write_limit != b.spec.zone_write_limit {
+                "their zone_write_limit differ (one limit per zone)"
+            } else {
+                continue;
+            };
             let zones = format!("zones {}..{}", a0.max(b0), a1.min(b1));
             let msg = if a.spec.name == b.spec.name {
                 format!(
-                    "clones {ca} and {cb} of it (numjobs={}) change the same {zones} at the same time; znskit gives each concurrent zone writer zones of its own (fio would share them under its zone locks): add offset_increment= of at least the clone's size (e.g. offset_increment={}z with size={}z), or run the clones one after another",
-                    a.spec.numjobs,
+                    "clones {ca} and {cb} of job {} write the same {zones} at the same time, and {why}: add offset_increment= of at least the clone's size (e.g. offset_increment={}z with size={}z), or run the clones one after another",
+                    a.spec.name,
                     a1 - a0,
                     a1 - a0
                 )
             } else {
                 format!(
-                    "it and job {} change the same {zones} at the same time; give concurrent zone writers separate ranges (offset, or offset_increment with numjobs), or separate them with stonewall",
+                    "it and job {} write the same {zones} at the same time, and {why}: give them separate ranges (offset, or offset_increment with numjobs), or separate them with stonewall",
                     b.spec.name
                 )
             };

@@ -25,7 +25,7 @@ impl JobRun {
                     continue;
                 }
             };
-            let zslba = self.st.borrow().zbd.zones[zi].start_lba;
+            let zslba = self.st.borrow().zbd.zone(zi).start_lba;
             if needs_slot {
                 self.acquire_slot().await;
                 if self.abort.get() {
@@ -34,7 +34,7 @@ impl JobRun {
                 }
             }
             let r = self.one_zone_op(op, zslba, fill).await;
-            self.st.borrow_mut().zbd.zones[zi].busy = false;
+            self.st.borrow().zbd.zone_mut(zi).busy = false;
             if needs_slot {
                 self.release_slot();
             }
@@ -54,17 +54,17 @@ impl JobRun {
         {
             return OpZone::Done;
         }
-        if st.zbd.zone_op_next >= st.zbd.zones.len() {
-            if !self.spec.time_based || st.zbd.zones.is_empty() {
+        if st.zbd.zone_op_next >= st.zbd.len() {
+            if !self.spec.time_based || st.zbd.len() == 0 {
                 return OpZone::Done;
             }
             st.zbd.zone_op_next = 0;
         }
         let zi = st.zbd.zone_op_next;
-        if st.zbd.zones[zi].busy {
+        if st.zbd.zone(zi).busy {
             return OpZone::Busy;
         }
-        st.zbd.zones[zi].busy = true;
+        st.zbd.zone_mut(zi).busy = true;
         st.zbd.zone_op_next += 1;
         st.issued.ios += 1;
         OpZone::Zone(zi)

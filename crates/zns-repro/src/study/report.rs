@@ -619,7 +619,7 @@ pub fn write_outputs(
                 y_label: "throughput / (a)".into(),
                 groups,
                 series,
-                reference: Some(1.0),
+                references: vec![zns_plot::Reference::plain(1.0)],
             },
             &path,
         )
@@ -672,7 +672,7 @@ pub fn write_outputs(
                     .map(|(u, b)| format!("{u} utilization, {b}"))
                     .collect(),
                 series,
-                reference: Some(1.0),
+                references: vec![zns_plot::Reference::plain(1.0)],
             },
             &path,
         )

@@ -1039,6 +1039,47 @@ pub fn run_repro(
     Ok(out)
 }
 
+/// The charts of one set of runs of experiment `id` drawn together, with
+/// the paper's figures of each run as reference lines, and the files' name
+/// before `-METRIC.png`: `zncache-ID-RUN+RUN…`, the runs named as their
+/// CSVs (`zncache-b-ZNS-64K-UNIF-10.csv`).
+fn figure_charts(
+    id: char,
+    group: &[(String, &RunReport)],
+) -> (String, Vec<(&'static str, zns_plot::LineChart)>) {
+    let runs: Vec<&str> = group.iter().map(|(label, _)| label.as_str()).collect();
+    let mut charts = zns_cache::plot::comparison_charts(group, &format!("({id}) "));
+    for (name, chart) in &mut charts {
+        // runs with the same figure share one line (black), a figure of
+        // one run is in its colour
+        let figures: Vec<(usize, f64)> = (0..runs.len())
+            .filter_map(|i| Some((i, paper::chart_figure(runs[i], name)?)))
+            .collect();
+        let mut refs: Vec<zns_plot::Reference> = Vec::new();
+        for &(i, y) in &figures {
+            if refs.iter().any(|r| r.y == y) {
+                continue;
+            }
+            let same: Vec<&str> = figures
+                .iter()
+                .filter(|f| f.1 == y)
+                .map(|f| runs[f.0])
+                .collect();
+            refs.push(zns_plot::Reference {
+                y,
+                label: format!("paper, {}: {y}", same.join(", ")),
+                color: if same.len() > 1 {
+                    zns_plot::plotters::prelude::BLACK
+                } else {
+                    zns_plot::color(i)
+                },
+            });
+        }
+        chart.references = refs;
+    }
+    (format!("zncache-{id}-{}", runs.join("+")), charts)
+}
+
 fn write_experiment(r: &ExperimentResult, dir: &std::path::Path) -> Result<(), CacheError> {
     std::fs::create_dir_all(dir).map_err(|e| CacheError::File {
         path: dir.display().to_string(),
@@ -1053,12 +1094,14 @@ fn write_experiment(r: &ExperimentResult, dir: &std::path::Path) -> Result<(), C
         .iter()
         .map(|x| (x.label.clone(), &x.report))
         .collect();
-    // One figure per metric and per pair of runs that belong together (at
-    // most six lines per figure).
-    for (gi, group) in labelled.chunks(if r.id == 'd' { 4 } else { 2 }).enumerate() {
-        for (name, chart) in zns_cache::plot::comparison_charts(group, &format!("({}) ", r.id)) {
-            let p = dir.join(format!("zncache-{}-{gi}-{name}.png", r.id));
-            zns_cache::plot::draw(&chart, &p)?;
+    // One figure per metric and per set of runs that belong together (ZNS
+    // and block of one row; experiment d's four runs), named after its runs
+    // as their CSVs are, each run's figure in the paper (appendix B) a
+    // dashed line in the run's colour.
+    for group in labelled.chunks(if r.id == 'd' { 4 } else { 2 }) {
+        let (png, charts) = figure_charts(r.id, group);
+        for (name, chart) in charts {
+            zns_cache::plot::draw(&chart, &dir.join(format!("{png}-{name}.png")))?;
         }
     }
     if !r.vs_paper.is_empty() {
@@ -1162,6 +1205,93 @@ pub fn experiment_text(r: &ExperimentResult) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Experiment b with one row's two runs (a short ZN540 run each).
+    fn one_row_of_b() -> ExperimentResult {
+        let mut dev = DeviceSpec::new(Profile::builtin("zn540").unwrap());
+        dev.store = zns_device::StoreKind::None;
+        let cache = CacheConfig {
+            chunk_bytes: 64 << 10,
+            zones: Some(8),
+            ..CacheConfig::default()
+        };
+        let workload = WorkloadSpec::Generated {
+            distribution: Distribution::Uniform,
+            ratio: 10.0,
+            requests: 64,
+            seed: 1,
+        };
+        let report = run_cache(&RunSpec::new(dev, cache, workload), &mut |_| {}).unwrap();
+        let run = |label: &str| LabelledRun {
+            label: label.into(),
+            report: report.clone(),
+        };
+        ExperimentResult {
+            id: 'b',
+            title: String::new(),
+            scaling: String::new(),
+            block_device: String::new(),
+            runs: vec![run("ZNS-64K-UNIF-10"), run("Block-64K-UNIF-10")],
+            findings: Vec::new(),
+            paper: String::new(),
+            checks: Vec::new(),
+            vs_paper: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn figures_are_named_after_their_runs_as_the_csvs_are() {
+        let dir = std::env::temp_dir().join(format!("zncache-names-{}", std::process::id()));
+        write_experiment(&one_row_of_b(), &dir).unwrap();
+        let mut names: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        std::fs::remove_dir_all(&dir).unwrap();
+        for want in [
+            "zncache-b-ZNS-64K-UNIF-10.csv",
+            "zncache-b-Block-64K-UNIF-10.csv",
+            "zncache-b-ZNS-64K-UNIF-10+Block-64K-UNIF-10-get-throughput.png",
+        ] {
+            assert!(names.iter().any(|n| n == want), "{want} not in {names:?}");
+        }
+        assert!(
+            names.iter().all(|n| !n.starts_with("zncache-b-0-")),
+            "{names:?}"
+        );
+    }
+
+    #[test]
+    fn get_throughput_figures_draw_the_papers_value_of_each_run() {
+        let r = one_row_of_b();
+        let group: Vec<(String, &RunReport)> = r
+            .runs
+            .iter()
+            .map(|x| (x.label.clone(), &x.report))
+            .collect();
+        let (_, charts) = figure_charts('b', &group);
+        let (_, get) = charts
+            .iter()
+            .find(|(name, _)| *name == "get-throughput")
+            .unwrap();
+        let refs: Vec<(f64, &str)> = get
+            .references
+            .iter()
+            .map(|x| (x.y, x.label.as_str()))
+            .collect();
+        // appendix B, Table 8: 0.023 GiB/s for both runs of the row
+        // (one line for the two: the same figure)
+        assert_eq!(
+            refs,
+            [(0.023, "paper, ZNS-64K-UNIF-10, Block-64K-UNIF-10: 0.023")]
+        );
+        let (_, free) = charts
+            .iter()
+            .find(|(name, _)| *name == "free-zones")
+            .unwrap();
+        assert!(free.references.is_empty());
+    }
 
     #[test]
     fn checks_judge_direction_or_a_band() {

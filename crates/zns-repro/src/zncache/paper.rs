@@ -367,6 +367,23 @@ pub fn figure(run: &str, metric: Metric) -> Option<f64> {
         .map(|(_, _, v)| v)
 }
 
+/// The paper's figure (of the cell it is compared with: a diagnostic run's
+/// too) for one of our runs' charts (`zns_cache::plot::METRICS` by name):
+/// throughput and mean latencies have one, the rest (hit ratio, free
+/// zones, device WAF) none.
+pub fn chart_figure(run: &str, chart: &str) -> Option<f64> {
+    let metric = match chart {
+        "get-throughput" => Metric::GetGibS,
+        "disk-read" => Metric::DiskReadGibS,
+        "disk-write" => Metric::DiskWriteGibS,
+        "get-latency" => Metric::GetMeanMs,
+        "disk-read-latency" => Metric::DiskReadMeanMs,
+        "disk-write-latency" => Metric::DiskWriteMeanMs,
+        _ => return None,
+    };
+    figure(cell_label(run).0, metric)
+}
+
 /// The paper cell label a run is compared with, and whether the run is a
 /// diagnostic variant of it.
 fn cell_label(run: &str) -> (&str, bool) {
@@ -507,6 +524,16 @@ mod tests {
 
     #[test]
     fn an_out_of_step_run_is_a_diagnostic_of_its_rows_cell() {
+        // the 64 KiB grid's get throughput, Table 8: 0.023 GiB/s on both
+        assert_eq!(
+            chart_figure("ZNS-64K-UNIF-10", "get-throughput"),
+            Some(0.023)
+        );
+        assert_eq!(
+            chart_figure("Block-64K-UNIF-10", "get-throughput"),
+            Some(0.023)
+        );
+        assert_eq!(chart_figure("ZNS-64K-UNIF-10", "free-zones"), None);
         let (label, diagnostic) = cell_label("Block-256M-UNIF-10-3.2s-out-of-step");
         assert_eq!((label, diagnostic), ("Block-256M-UNIF-10-3.2s", true));
         assert!(figure(label, Metric::DiskWriteMeanMs).is_some());

@@ -1157,7 +1157,7 @@ pub fn write_outputs(
                 y_label: "throughput normalized to RAIZN+".into(),
                 groups,
                 series,
-                reference: Some(1.0),
+                references: vec![zns_plot::Reference::plain(1.0)],
             },
             "workload",
             &color_of,
