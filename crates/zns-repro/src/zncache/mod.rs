@@ -37,6 +37,7 @@ use zns_device::{NamespaceProfile, Profile};
 
 pub use self::paper::LabelledRun;
 use self::paper::{Comparison, Metric};
+use crate::compare::PaperRow;
 
 /// The experiments' scale.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -106,43 +107,10 @@ pub struct ExperimentResult {
     /// What the paper reports for the same comparison.
     pub paper: String,
     /// Whether each of the paper's statements holds here, by direction.
-    pub checks: Vec<Check>,
+    pub checks: Vec<PaperRow>,
     /// Every figure of the paper's appendix B that a run of this experiment
     /// has a cell for, against ours (calibration or validation).
     pub vs_paper: Vec<Comparison>,
-}
-
-/// One statement of the paper checked against our run: its direction (or,
-/// where the paper finds no difference, its size) holds or not.
-#[derive(Debug, Clone, Serialize)]
-pub struct Check {
-    pub what: String,
-    pub paper: String,
-    pub ours: String,
-    pub holds: bool,
-}
-
-impl Check {
-    /// The paper's relative change `paper_pct` and ours point the same way.
-    fn same_sign(what: &str, paper_pct: f64, ours_pct: f64) -> Check {
-        Check {
-            what: what.into(),
-            paper: format!("{paper_pct:+.1}%"),
-            ours: format!("{ours_pct:+.1}%"),
-            holds: paper_pct.signum() == ours_pct.signum(),
-        }
-    }
-
-    /// The paper finds no difference (`paper_pct`, within `band_pct`): ours
-    /// is within the band too.
-    fn within(what: &str, paper_pct: f64, ours_pct: f64, band_pct: f64) -> Check {
-        Check {
-            what: what.into(),
-            paper: format!("{paper_pct:+.1}% (within ±{band_pct:.0}%)"),
-            ours: format!("{ours_pct:+.1}%"),
-            holds: ours_pct.abs() <= band_pct,
-        }
-    }
 }
 
 fn pct(new: f64, base: f64) -> f64 {
@@ -456,12 +424,12 @@ fn zns_vs_block(ctx: &mut Ctx, id: char) -> Result<ExperimentResult, CacheError>
     let (thr_avg, lat_avg) = (thr_sum / n, lat_sum / n);
     let checks = if id == 'a' {
         vec![
-            Check::same_sign(
+            PaperRow::same_sign(
                 "ZNS vs block get throughput, mean over the grid",
                 108.0,
                 thr_avg,
             ),
-            Check::same_sign(
+            PaperRow::same_sign(
                 "ZNS vs block mean get latency, mean over the grid",
                 -50.6,
                 lat_avg,
@@ -469,13 +437,13 @@ fn zns_vs_block(ctx: &mut Ctx, id: char) -> Result<ExperimentResult, CacheError>
         ]
     } else {
         vec![
-            Check::within(
+            PaperRow::within(
                 "ZNS vs block get throughput, mean over the grid",
                 -1.9,
                 thr_avg,
                 5.0,
             ),
-            Check::within(
+            PaperRow::within(
                 "ZNS vs block mean get latency, mean over the grid",
                 1.9,
                 lat_avg,
@@ -825,19 +793,19 @@ struct RemoteRun {
 /// the paper's 3.2 s sleep), and with a 0 s remote store ZNS gains more
 /// than the block drive, which is I/O-bound by GC (the paper: ZNS gains,
 /// block does not).
-fn gc_checks(per_remote: &[RemoteRun]) -> Vec<Check> {
+fn gc_checks(per_remote: &[RemoteRun]) -> Vec<PaperRow> {
     let mut checks = Vec::new();
     let at = |rl: &str| per_remote.iter().find(|r| r.remote == rl);
     if let Some(r) = at("3.2s") {
         if let Some(block) = r.block_change_pct {
-            checks.push(Check::same_sign(
+            checks.push(PaperRow::same_sign(
                 "block get throughput after the first fill (3.2 s remote)",
                 -35.4,
                 block,
             ));
         }
         if let Some(rel) = r.block_vs_zns_pct {
-            checks.push(Check::same_sign(
+            checks.push(PaperRow::same_sign(
                 "block's change after the fill relative to ZNS's (3.2 s remote)",
                 -35.4,
                 rel,
@@ -861,12 +829,14 @@ fn gc_checks(per_remote: &[RemoteRun]) -> Vec<Check> {
                 pct(fast.zns_gib_s, slow.zns_gib_s),
                 pct(fast.block_gib_s, slow.block_gib_s),
             );
-            checks.push(Check {
-                what: what.into(),
-                paper: "ZNS gains, block does not".into(),
-                ours: format!("ZNS {zns:+.1}%, block {block:+.1}%"),
-                holds: zns > block,
-            });
+            checks.push(PaperRow::check(
+                what,
+                "ZNS gains, block does not".into(),
+                None,
+                format!("ZNS {zns:+.1}%, block {block:+.1}%"),
+                "ZNS's gain above block's".into(),
+                zns > block,
+            ));
         }
     }
     checks
@@ -965,16 +935,18 @@ fn policy_experiment(ctx: &mut Ctx) -> Result<ExperimentResult, CacheError> {
             runs.push(b);
         }
         let (zp, zc) = (&reports[0].1, &reports[1].1);
-        checks.push(Check {
-            what: format!(
+        checks.push(PaperRow::check(
+            &format!(
                 "{}-{}: CLRU hit ratio above ZPLRU's (ZNS)",
                 dist_label(dist),
                 ratio as u32
             ),
-            paper: "expected (not evaluated)".into(),
-            ours: format!("{:.4} vs {:.4}", zc.hit_ratio, zp.hit_ratio),
-            holds: zc.hit_ratio > zp.hit_ratio,
-        });
+            "expected (not evaluated)".into(),
+            None,
+            format!("{:.4} vs {:.4}", zc.hit_ratio, zp.hit_ratio),
+            "CLRU's above ZPLRU's".into(),
+            zc.hit_ratio > zp.hit_ratio,
+        ));
         let (bp, bc) = (&reports[0].2, &reports[1].2);
         let steady = |r: &RunReport| r.steady_hit_ratio.unwrap_or(r.hit_ratio);
         findings.push(format!(
@@ -1169,11 +1141,11 @@ pub fn experiment_text(r: &ExperimentResult) -> String {
     for c in &r.checks {
         let _ = writeln!(
             s,
-            "  check [{}] {}: paper {}, ours {}",
-            if c.holds { "holds" } else { "DOES NOT HOLD" },
+            "  check {} {}: paper {}, ours {}",
+            c.verdict_text(),
             c.what,
             c.paper,
-            c.ours
+            c.ours_text()
         );
     }
     if !r.vs_paper.is_empty() {
@@ -1295,10 +1267,10 @@ mod tests {
 
     #[test]
     fn checks_judge_direction_or_a_band() {
-        assert!(Check::same_sign("a", 108.0, 17.4).holds);
-        assert!(!Check::same_sign("a", -35.4, 12.0).holds);
-        assert!(Check::within("b", -1.9, 4.9, 5.0).holds);
-        assert!(!Check::within("b", -1.9, -5.1, 5.0).holds);
+        assert!(PaperRow::same_sign("a", 108.0, 17.4).holds());
+        assert!(!PaperRow::same_sign("a", -35.4, 12.0).holds());
+        assert!(PaperRow::within("b", -1.9, 4.9, 5.0).holds());
+        assert!(!PaperRow::within("b", -1.9, -5.1, 5.0).holds());
     }
 
     #[test]
@@ -1315,7 +1287,7 @@ mod tests {
             run("3.2s", 1.0, 1.0, Some(34.5), Some(-7.6)),
             run("0s", 1.275, 1.38, Some(7.8), Some(-3.8)),
         ]);
-        let holds: Vec<(&str, bool)> = c.iter().map(|c| (c.what.as_str(), c.holds)).collect();
+        let holds: Vec<(&str, bool)> = c.iter().map(|c| (c.what.as_str(), c.holds())).collect();
         assert_eq!(holds.len(), 3, "{holds:?}");
         assert!(!holds[0].1, "block rose after the fill: {holds:?}");
         assert!(holds[1].1, "but less than ZNS: {holds:?}");
@@ -1326,14 +1298,14 @@ mod tests {
             run("0s", 1.5, 1.0, None, None),
         ]);
         assert_eq!(c.len(), 1);
-        assert!(c[0].holds);
+        assert!(c[0].holds());
         // with the spread row: the 0 s gain is judged against both baselines
         let c = gc_checks(&[
             run("3.2s", 1.0, 0.6, Some(-20.0), Some(-40.0)),
             run("3.2s-spread", 1.0, 0.7, None, None),
             run("0s", 1.2, 0.77, None, None),
         ]);
-        let holds: Vec<bool> = c.iter().map(|c| c.holds).collect();
+        let holds: Vec<bool> = c.iter().map(|c| c.holds()).collect();
         assert_eq!(holds, [true, true, false, true], "{c:?}");
     }
 }

@@ -42,7 +42,7 @@ use zns_plot::{
 };
 use zns_raid::{RaidStats, Variant};
 
-use crate::compare::Verdict;
+use crate::compare::{self, PaperRow};
 
 use zns_bench::job::parse_args;
 use zns_bench::run::run_jobs;
@@ -181,7 +181,7 @@ pub struct Report {
     pub points: Vec<Point>,
     pub summary: Summary,
     /// The paper's statements checked against the summary, with verdicts.
-    pub checks: Vec<Check>,
+    pub checks: Vec<PaperRow>,
     /// Files written (CSV and PNG).
     pub files: Vec<String>,
 }
@@ -558,70 +558,43 @@ fn summarize(points: &[Point]) -> Summary {
     s
 }
 
-/// One of the paper's statements checked against ours: what, the paper's
-/// figure, ours, the test with its tolerance, and the verdict.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Check {
-    pub what: String,
-    pub paper: String,
-    pub ours: String,
-    /// The test ours passes to hold, its tolerance stated ("±5 points").
-    pub tolerance: String,
-    pub verdict: Verdict,
+/// A mean gain (percent) within [`GAIN_TOLERANCE_POINTS`] of the paper's.
+fn gain(what: &str, paper_pct: f64, ours_pct: f64) -> PaperRow {
+    PaperRow::check(
+        what,
+        // (the paper's figure as it states it: +18.1 %, -0.86 %, +10 %)
+        format!("{paper_pct:+} %"),
+        Some(ours_pct),
+        format!("{ours_pct:+.1} %"),
+        format!("±{GAIN_TOLERANCE_POINTS:.0} points"),
+        (ours_pct - paper_pct).abs() <= GAIN_TOLERANCE_POINTS,
+    )
 }
 
-impl Check {
-    fn new(what: &str, paper: String, ours: String, tolerance: String, holds: bool) -> Check {
-        Check {
-            what: what.into(),
-            paper,
-            ours,
-            tolerance,
-            verdict: if holds { Verdict::Pass } else { Verdict::Fail },
-        }
-    }
+/// A value within [`VALUE_TOLERANCE`] (relative) of the paper's.
+fn value(what: &str, paper: f64, ours: f64, unit: &str) -> PaperRow {
+    PaperRow::check(
+        what,
+        format!("{paper}{unit}"),
+        Some(ours),
+        format!("{ours:.2}{unit}"),
+        format!("±{:.0} %", VALUE_TOLERANCE * 100.0),
+        (ours / paper - 1.0).abs() <= VALUE_TOLERANCE,
+    )
+}
 
-    /// A mean gain (percent) within [`GAIN_TOLERANCE_POINTS`] of the paper's.
-    fn gain(what: &str, paper_pct: f64, ours_pct: f64) -> Check {
-        Check::new(
-            what,
-            // (the paper's figure as it states it: +18.1 %, -0.86 %, +10 %)
-            format!("{paper_pct:+} %"),
-            format!("{ours_pct:+.1} %"),
-            format!("±{GAIN_TOLERANCE_POINTS:.0} points"),
-            (ours_pct - paper_pct).abs() <= GAIN_TOLERANCE_POINTS,
-        )
-    }
-
-    /// A value within [`VALUE_TOLERANCE`] (relative) of the paper's.
-    fn value(what: &str, paper: f64, ours: f64, unit: &str) -> Check {
-        Check::new(
-            what,
-            format!("{paper}{unit}"),
-            format!("{ours:.2}{unit}"),
-            format!("±{:.0} %", VALUE_TOLERANCE * 100.0),
-            (ours / paper - 1.0).abs() <= VALUE_TOLERANCE,
-        )
-    }
-
-    /// A difference in percent against the measuring window
-    /// ([`WINDOW_TOLERANCE_PCT`]): `lower` holds below −window, `<= 0 %`
-    /// at or below +window.
-    fn window(what: &str, paper: &str, ours_pct: f64) -> Check {
-        let w = WINDOW_TOLERANCE_PCT;
-        let (test, holds) = if paper == "lower" {
-            (format!("below -{w:.0} %"), ours_pct < -w)
-        } else {
-            (format!("<= +{w:.0} %"), ours_pct <= w)
-        };
-        Check::new(what, paper.into(), format!("{ours_pct:+.1} %"), test, holds)
-    }
-
-    /// A yes/no statement the paper makes (yes) against ours.
-    fn yes(what: &str, ours: bool) -> Check {
-        let text = |b: bool| if b { "yes" } else { "no" }.to_string();
-        Check::new(what, text(true), text(ours), "the same".into(), ours)
-    }
+/// A difference in percent against the measuring window
+/// ([`WINDOW_TOLERANCE_PCT`]): `lower` holds below −window, `<= 0 %` at or
+/// below +window.
+fn window(what: &str, paper: &str, ours_pct: f64) -> PaperRow {
+    let w = WINDOW_TOLERANCE_PCT;
+    let (test, holds) = if paper == "lower" {
+        (format!("below -{w:.0} %"), ours_pct < -w)
+    } else {
+        (format!("<= +{w:.0} %"), ours_pct <= w)
+    };
+    let shown = format!("{ours_pct:+.1} %");
+    PaperRow::check(what, paper.into(), Some(ours_pct), shown, test, holds)
 }
 
 /// `n zones` (`1 zone`).
@@ -631,7 +604,7 @@ fn zones_text(n: u32) -> String {
 
 /// The paper's statements about the figures that ran, each checked
 /// against the summary (a statement whose figure did not run is left out).
-pub fn checks(s: &Summary) -> Vec<Check> {
+pub fn checks(s: &Summary) -> Vec<PaperRow> {
     let f7_gains = [
         (
             "Fig. 7 ZRAID vs RAIZN+, 4/16/32/64 KiB (mean)",
@@ -644,23 +617,24 @@ pub fn checks(s: &Summary) -> Vec<Check> {
             s.f7_gain_256k_pct,
         ),
     ];
-    let mut out: Vec<Check> = f7_gains
+    let mut out: Vec<PaperRow> = f7_gains
         .iter()
-        .filter_map(|&(what, paper, ours)| ours.map(|g| Check::gain(what, paper, g)))
+        .filter_map(|&(what, paper, ours)| ours.map(|g| gain(what, paper, g)))
         .collect();
     if let Some(g) = s.f7_raizn_vs_plus_pct {
-        out.push(Check::window("Fig. 7 RAIZN vs RAIZN+ (mean)", "lower", g));
+        out.push(window("Fig. 7 RAIZN vs RAIZN+ (mean)", "lower", g));
     }
     if let Some(g) = s.f7_zraid_over_bound_max_pct {
         let what = "Fig. 7 ZRAID over the 3075/4100/4920 bound (max)";
-        out.push(Check::window(what, "<= 0 %", g));
+        out.push(window(what, "<= 0 %", g));
     }
     if s.f7_gain_le_64k_pct.is_some() {
         // no zone count within 2 % of the bound is a finding too
         let z = s.f7_zraid_16k_saturating_zones;
-        out.push(Check::new(
+        out.push(PaperRow::check(
             "Fig. 7 ZRAID 16 KiB within 2 % of its bound from",
             zones_text(F7_PAPER_SATURATING_ZONES),
+            z.map(f64::from),
             z.map_or("never".into(), zones_text),
             "the same zone count".into(),
             z == Some(F7_PAPER_SATURATING_ZONES),
@@ -671,7 +645,7 @@ pub fn checks(s: &Summary) -> Vec<Check> {
             .iter()
             .find(|(a, b, _)| a.name() == v && b.name() == base)
         {
-            out.push(Check::gain(
+            out.push(gain(
                 &format!(
                     "Fig. 8 {} vs {}, 8 KiB (mean over zones)",
                     v.to_uppercase(),
@@ -683,25 +657,23 @@ pub fn checks(s: &Summary) -> Vec<Check> {
         }
     }
     if let Some(o) = s.f8_order_holds_on_means {
-        out.push(Check::yes("Fig. 8 RAIZN+ < Z+S < Z+S+M < ZRAID (means)", o));
-    }
-    if let Some(&(_, w)) = s.waf_8k.iter().find(|(v, _)| v == Variant::Zraid.name()) {
-        out.push(Check::value(
-            "flash WAF ZRAID, 8 KiB",
-            PAPER_ZRAID_WAF,
-            w,
-            "",
+        out.push(PaperRow::yes(
+            "Fig. 8 RAIZN+ < Z+S < Z+S+M < ZRAID (means)",
+            o,
         ));
     }
+    if let Some(&(_, w)) = s.waf_8k.iter().find(|(v, _)| v == Variant::Zraid.name()) {
+        out.push(value("flash WAF ZRAID, 8 KiB", PAPER_ZRAID_WAF, w, ""));
+    }
     if let Some(h) = s.waf_8k_headers_pct {
-        out.push(Check::gain(
+        out.push(gain(
             "flash WAF Z+S vs Z+S+M, 8 KiB (PP headers)",
             PAPER_HEADERS_PCT,
             h,
         ));
     }
     if let Some(x) = s.f11_max_ratio {
-        out.push(Check::value(
+        out.push(value(
             "Fig. 11 PM1731a ZRAID / RAIZN+ (max)",
             F11_PAPER_MAX_RATIO,
             x,
@@ -723,21 +695,8 @@ pub fn summary_text(r: &Report) -> String {
         "zns repro zraid ({} ms per point after a {} ms ramp)",
         r.runtime_ms, r.ramp_ms
     );
-    let mut t = Table::new(["measure", "emulated", "paper", "holds if", "verdict"]);
-    for c in &r.checks {
-        t.push([
-            Cell::text(c.what.as_str()),
-            Cell::text(c.ours.as_str()),
-            Cell::text(c.paper.as_str()),
-            Cell::text(c.tolerance.as_str()),
-            Cell::text(match c.verdict {
-                Verdict::Pass => "[holds]",
-                Verdict::Fail => "[DOES NOT HOLD]",
-            }),
-        ]);
-    }
-    if !t.is_empty() {
-        out.push_str(&t.to_text());
+    if !r.checks.is_empty() {
+        out.push_str(&compare::checks_text(&r.checks, "emulated"));
     }
     // (measure, ours) of what the paper states no figure for
     let mut also: Vec<(String, String)> = Vec::new();
@@ -1129,6 +1088,7 @@ fn write_fig(fig: Fig, points: &[Point], dir: &Path) -> Result<Vec<String>, Repr
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::compare::Verdict;
 
     fn pt(fig: &'static str, v: Variant, bs_kib: u64, zones: u32, mb_per_s: f64) -> Point {
         Point {
@@ -1238,7 +1198,7 @@ mod tests {
         points.push(pt("11", Variant::RaiznPlus, 4, 15, 1000.0));
         points.push(pt("11", Variant::Zraid, 4, 15, 3400.0));
         let r = report_of(points);
-        let verdicts: Vec<(&str, Verdict)> = r
+        let verdicts: Vec<(&str, Option<Verdict>)> = r
             .checks
             .iter()
             .map(|c| (c.what.as_str(), c.verdict))
@@ -1248,23 +1208,26 @@ mod tests {
             [
                 (
                     "Fig. 7 ZRAID vs RAIZN+, 4/16/32/64 KiB (mean)",
-                    Verdict::Fail
+                    Some(Verdict::Fail)
                 ),
-                ("Fig. 7 ZRAID vs RAIZN+, 256 KiB (mean)", Verdict::Fail),
+                (
+                    "Fig. 7 ZRAID vs RAIZN+, 256 KiB (mean)",
+                    Some(Verdict::Fail)
+                ),
                 // −0.05 %: within the window, no difference
-                ("Fig. 7 RAIZN vs RAIZN+ (mean)", Verdict::Fail),
+                ("Fig. 7 RAIZN vs RAIZN+ (mean)", Some(Verdict::Fail)),
                 (
                     "Fig. 7 ZRAID over the 3075/4100/4920 bound (max)",
-                    Verdict::Pass
+                    Some(Verdict::Pass)
                 ),
                 (
                     "Fig. 7 ZRAID 16 KiB within 2 % of its bound from",
-                    Verdict::Fail
+                    Some(Verdict::Fail)
                 ),
                 // from Fig. 7's 8 KiB points (flash WAF 0 here)
-                ("flash WAF ZRAID, 8 KiB", Verdict::Fail),
+                ("flash WAF ZRAID, 8 KiB", Some(Verdict::Fail)),
                 // 3.4x is within 10 % of 3.3x
-                ("Fig. 11 PM1731a ZRAID / RAIZN+ (max)", Verdict::Pass),
+                ("Fig. 11 PM1731a ZRAID / RAIZN+ (max)", Some(Verdict::Pass)),
             ]
         );
         let text = summary_text(&r);
@@ -1290,12 +1253,12 @@ mod tests {
             .checks
             .iter()
             .zip(&table[1..])
-            .map(|(c, line)| column(line, &format!("{}  ", c.ours)))
+            .map(|(c, line)| column(line, &format!("{}  ", c.ours_text())))
             .collect();
         assert!(ours.iter().all(|&c| c == at), "{text}");
         let json = serde_json::to_string(&r).unwrap();
         assert!(
-            json.contains("\"verdict\":\"fail\"") && json.contains("\"tolerance\":\"±5 points\""),
+            json.contains("\"verdict\":\"fail\"") && json.contains("\"holds_if\":\"±5 points\""),
             "{json}"
         );
     }
