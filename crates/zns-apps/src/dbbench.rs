@@ -25,8 +25,17 @@ pub struct BenchResult {
 
 /// Runs `db_bench ARGS…` and parses its report.
 pub fn run_db_bench(args: &[String]) -> Result<(Vec<BenchResult>, String), AppError> {
+    run_db_bench_of("db_bench", args)
+}
+
+/// Runs `PROGRAM ARGS…` (the user's db_bench built with ZenFS, or the
+/// packaged one) and parses its report.
+pub fn run_db_bench_of(
+    program: &str,
+    args: &[String],
+) -> Result<(Vec<BenchResult>, String), AppError> {
     let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-    let out = run("db_bench", &refs, &[])?;
+    let out = run(program, &refs, &[])?;
     let results = parse_report(&out);
     if results.is_empty() {
         return Err(AppError::Report {

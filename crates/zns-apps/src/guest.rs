@@ -47,10 +47,46 @@ impl Where {
     }
 }
 
-/// The speed factor the guest runs at unless told otherwise: slow enough
-/// that the emulated devices, not the TCG guest's CPU, bound the
-/// applications (docs/apps.md, "The guest in virtual time").
-pub const GUEST_SPEED: f64 = 0.01;
+/// c: the speed of the virtual-time guest's one CPU (10⁹ instructions a
+/// guest second) relative to one core of the machine the papers and the
+/// ZN540's db_bench ran on — the method's one free parameter (docs/apps.md,
+/// "One dilation for CPU and device"). Calibrated on one figure, db_bench
+/// fillrandom on F2FS zoned (the drive's CPU-bound row of
+/// `experiments/data/zn540/nvmeb_rocksdb_dbbench.csv`, 94 406 ops/s):
+/// `zns repro zraid --fig dbcheck --speed 0.1939` in the guest on
+/// 2026-11-29 gave 18 313 ops/s, c = 18 313 / 94 406 = 0.1940 (0.1939 and
+/// 0.1935 in two earlier runs at other speeds: the row is CPU-bound).
+pub const GUEST_CPU_SPEED: f64 = 0.1940;
+
+/// The speed factor F = c / k a workload gets in the guest when it kept
+/// `cores` (k) cores of the paper's machine busy: CPU and device slowed by
+/// the same factor (docs/apps.md, "One dilation for CPU and device"; each
+/// experiment states its k). Rounded to 9 decimals, so that it prints as
+/// the number it is (0.00194, not 0.0019399999999999999).
+pub fn guest_speed(cores: f64) -> f64 {
+    (GUEST_CPU_SPEED / cores * 1e9).round() / 1e9
+}
+
+/// The environment variable that sizes the guest's memory
+/// (scripts/serve-guest-test; its default is 4 GiB).
+pub const GUEST_MEM_ENV: &str = "ZNSKIT_GUEST_MEM";
+
+/// Guest memory for full runs unless `ZNSKIT_GUEST_MEM` says otherwise:
+/// the served devices keep what is written in memory (the speed check of
+/// the application figures put 3.7 GB into `zns serve`; the study's
+/// two-tenant drive holds ~1.8 GiB when full). QEMU touches guest memory
+/// only as the guest uses it.
+pub const FULL_GUEST_MEM: &str = "8G";
+
+/// The guest's memory setting for a run (`quick` runs keep the harness's
+/// default), as environment for [`run_repro`]; none when the user set it.
+pub fn guest_mem_env(quick: bool) -> Vec<(&'static str, &'static str)> {
+    if quick || std::env::var_os(GUEST_MEM_ENV).is_some() {
+        Vec::new()
+    } else {
+        vec![(GUEST_MEM_ENV, FULL_GUEST_MEM)]
+    }
+}
 
 /// Whether this host can serve ublk devices itself (`--where auto`).
 pub fn can_serve_here() -> bool {

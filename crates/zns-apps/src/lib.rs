@@ -16,7 +16,12 @@
 //!   stopped) and their JSON report;
 //! - `host`: what the kernel says of a served device (sectors, space,
 //!   zones);
-//! - `experiment`: one run — serve, F2FS, a workload, the counters;
+//! - `experiment`: one run — serve, F2FS (or ZenFS), a workload, the
+//!   counters;
+//! - `load`: the CPU's busy share and the block layer's counters around a
+//!   run;
+//! - `filebench`, `programs`: the papers' own programs where the user has
+//!   them (filebench, db_bench with ZenFS);
 //! - `outfiles`: an experiment's output files and the repetitions' spread;
 //! - `calibrate`: fio through a served device against `zns bench`, the
 //!   check that a speed factor leaves the device the bottleneck;
@@ -29,11 +34,14 @@
 pub mod calibrate;
 pub mod dbbench;
 pub mod experiment;
+pub mod filebench;
 pub mod fio;
 pub mod guest;
 pub mod host;
+pub mod load;
 pub mod mount;
 pub mod outfiles;
+pub mod programs;
 pub mod served;
 
 /// Why an application step failed.

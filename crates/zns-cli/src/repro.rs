@@ -12,6 +12,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
 use zns_apps::guest::Where;
+use zns_apps::programs::Programs;
 use zns_apps::AppError;
 use zns_repro::experiments::Experiments;
 use zns_repro::fidelity::{self, FidelityError, FidelityOptions};
@@ -42,15 +43,24 @@ VARMAIL as fio personalities on F2FS over RAIZN, RAIZN+ and ZRAID; Fig. 10
 db_bench FILLSEQ, FILLRANDOM, OVERWRITE over RAIZN+, Z, Z+S, Z+S+M, ZRAID;
 with the arrays' own counters (flash WAF, partial parity, PP-log GC: the
 paper's section 6.4). On a Linux host with ublk (root) they run here at
-full speed; elsewhere zns boots the ublk guest (QEMU, TCG) from a znskit
-source tree (--guest-harness) and runs there at --speed 0.01. Output: points.csv,
+full speed; elsewhere zns boots the ublk guest (QEMU, TCG, one vCPU on the
+instruction clock: reruns give the same bytes) from a znskit source tree
+(--guest-harness) and runs there with CPU and devices slowed alike: the
+guest's CPU is c = 0.194 of one core of the paper's machine, and each
+experiment gets --speed F = c / k, k the cores its workload kept busy there
+(Figs. 9, 10: k = 100, F = 0.00194; dbcheck: the fills k = 1, F = 0.194,
+readrandom k = 32, F = 0.0060625; docs/apps.md). Guest memory: 8 GiB for full
+runs (ZNSKIT_GUEST_MEM). Each run records the guest CPU's busy share and
+the block layer's counters; the summary flags CPU-bound rows. Output: points.csv,
 normalized.csv, fig9.png, fig10.png, summary.md (paper vs ours) and every
 application's raw report under runs/.
 
 Examples:
-  zns repro zraid --fig 9,10 --quick            the smoke (guest: ~5 min; CI: --fig 9)
-  zns repro zraid --fig 9 --reps 3              the full Fig. 9
-  zns repro zraid --fig 9 --reps 3 --resume     go on with one that was cut short
+  zns repro zraid --fig 9,10 --quick            the smoke (CI: --fig 9, twice, diffed)
+  zns repro zraid --fig 9 --reps 1              the full Fig. 9 (deterministic in the guest: one repetition)
+  zns repro zraid --fig 9 --reps 1 --resume     go on with one that was cut short
+  zns repro zraid --fig dbcheck                 db_bench against the drive: fills at c, reads at c / 32
+  zns repro zraid --fig 9 --filebench PATH      filebench's own personalities instead of the fio stand-ins
   sudo zns repro zraid --fig 10 --where here    on a host with ublk";
 
 const STUDY_HELP: &str = "\
@@ -66,8 +76,9 @@ Runs real applications on drives served by `zns serve` (docs/zns-study.md):
            after filling both file systems (WD's > 80 % capacity, > 30 %
            bandwidth: measured and reported).
 On a Linux host with ublk (root) it runs here at full speed; elsewhere zns
-boots the ublk guest (QEMU, TCG) from a znskit source tree (--guest-harness)
-and runs there at --speed 0.01. Output: points.json, levels.csv, tenants.csv, summary.md/.json (the
+boots the ublk guest (QEMU, TCG, instruction clock) from a znskit source tree
+(--guest-harness) and runs there at --speed F = c / k = 0.194 / 100 (docs/apps.md,
+One dilation for CPU and device), in 8 GiB of guest memory. Output: points.json, levels.csv, tenants.csv, summary.md/.json (the
 study's findings beside ours), levels.png, tenants.png, runs/ (raw reports,
 the servers' --stats).
 
@@ -153,10 +164,16 @@ pub struct ReproZraidArgs {
     /// ublk, as root), guest (the ublk guest under QEMU), auto.
     #[arg(long = "where", default_value = "auto", value_name = "PLACE")]
     place: Where,
-    /// Figs. 9 and 10: the served devices' speed factor (default 1 here,
-    /// 0.01 in the guest).
+    /// Figs. 9, 10 and dbcheck: the served devices' speed factor for every
+    /// run (default 1 here; in the guest each experiment's F = c / k: 0.00194
+    /// for figs. 9 and 10, 0.194 for dbcheck's fills, 0.0060625 for its
+    /// readrandom).
     #[arg(long, value_name = "F")]
     speed: Option<f64>,
+    /// The guest's default speeds (F = c / k) with --where here: what the
+    /// ublk guest's own `zns repro` gets from the host that started it.
+    #[arg(long, hide = true)]
+    guest_speeds: bool,
     /// Figs. 9 and 10: repetitions of every point (--quick: 1).
     #[arg(long, default_value_t = 3)]
     reps: u32,
@@ -183,6 +200,17 @@ pub struct ReproZraidArgs {
     /// binary, else PREFIX/share/znskit beside PREFIX/bin/zns).
     #[arg(long, value_name = "DIR")]
     guest_harness: Option<std::path::PathBuf>,
+    /// Fig. 9: run filebench's own personalities with this filebench
+    /// (1.5-alpha3 with 4 KiB-aligned direct-I/O buffers; docs/apps.md,
+    /// "The papers' own programs"; run under setarch -R) instead of the fio
+    /// stand-ins. In the guest it is packed in with its libraries.
+    #[arg(long, value_name = "PATH")]
+    filebench: Option<std::path::PathBuf>,
+    /// Fig. 10: run this db_bench, built with the ZenFS plugin (ZenFS's
+    /// `zenfs` utility beside it), on ZenFS on the array (mq-deadline, at
+    /// least 32 zones) instead of db_bench on F2FS.
+    #[arg(long, value_name = "PATH")]
+    db_bench: Option<std::path::PathBuf>,
     /// RAID options for every array of figs. 7, 8, waf and 11, e.g.
     /// `worker_ns=30000,worker_copy_ps=100,worker_xor_ps=70` (docs/raid.md)
     #[arg(long)]
@@ -228,6 +256,7 @@ fn repro_zraid_cmd(a: ReproZraidArgs) -> Result<ExitCode, CliError> {
             quick: a.quick,
             reps: a.reps,
             speed: a.speed,
+            guest_speeds: a.guest_speeds,
             member: a.member.clone(),
             member_zones: a.member_zones,
             place: a.place,
@@ -236,6 +265,10 @@ fn repro_zraid_cmd(a: ReproZraidArgs) -> Result<ExitCode, CliError> {
             dbcheck,
             resume: a.resume,
             guest_harness: a.guest_harness.clone(),
+            programs: Programs {
+                filebench: a.filebench.clone(),
+                db_bench: a.db_bench.clone(),
+            },
         };
         let mut progress = crate::progress::lines(a.eta != Eta::Never);
         let text = run_app_figs(&opts, &mut progress).map_err(app_err)?;
@@ -277,7 +310,8 @@ pub struct ReproStudyArgs {
     /// guest (the ublk guest under QEMU), auto.
     #[arg(long = "where", default_value = "auto", value_name = "PLACE")]
     place: Where,
-    /// The served drives' speed factor (default 1 here, 0.01 in the guest).
+    /// The served drives' speed factor (default 1 here, 0.00194 = c / 100 in
+    /// the guest: docs/apps.md).
     #[arg(long, value_name = "F")]
     speed: Option<f64>,
     /// Repetitions of every run (--quick: 1).

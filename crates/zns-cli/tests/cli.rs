@@ -455,6 +455,48 @@ fn repro_zraid_refuses_quick_for_the_emulated_figures() {
     }
 }
 
+/// `--filebench` and `--db-bench` name the user's programs: a path that is
+/// no executable file, a db_bench without ZenFS's utility beside it, or a
+/// flag for a figure not run is refused (exit 2) before anything runs.
+#[test]
+fn repro_zraid_refuses_programs_it_cannot_run() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let out = out.to_str().unwrap();
+    let exe = dir.path().join("db_bench");
+    std::fs::write(&exe, "#!/bin/sh\n").unwrap();
+    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let plain = dir.path().join("filebench");
+    std::fs::write(&plain, "").unwrap();
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["--fig", "9", "--filebench", "/nonexistent/filebench"],
+            "--filebench /nonexistent/filebench",
+        ),
+        (
+            &["--fig", "9", "--filebench", plain.to_str().unwrap()],
+            "not executable",
+        ),
+        (
+            &["--fig", "10", "--db-bench", exe.to_str().unwrap()],
+            "zenfs",
+        ),
+        (
+            &["--fig", "10", "--filebench", exe.to_str().unwrap()],
+            "--fig has no 9",
+        ),
+    ];
+    for (args, says) in cases {
+        let mut a = vec!["repro", "zraid", "--where", "guest", "--out", out];
+        a.extend_from_slice(args);
+        let o = zns(&a);
+        assert_eq!(code(&o), 2, "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
+        assert!(stdout(&o).is_empty(), "{args:?} ran: {}", stdout(&o));
+    }
+}
+
 /// The crash test's baselines (stripe, chunk) lose data by design: their
 /// lost trials are one summary line each unless --verbose lists them; the
 /// table stays in view.

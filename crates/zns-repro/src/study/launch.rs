@@ -5,17 +5,22 @@
 
 use std::path::{Path, PathBuf};
 
-use zns_apps::guest::{self, Where, GUEST_SPEED};
+use zns_apps::guest::{self, Where};
 use zns_apps::AppError;
 
 use super::report::{figures_markdown, read_points, summary, summary_markdown, write_outputs};
 use super::{guest_budget_runs, run, Part, StudyOptions, StudyPoints};
 use crate::zraid::launch::this_zns;
 
-/// Guest memory for a full run unless `ZNSKIT_GUEST_MEM` says otherwise:
-/// the served drives keep what is written in memory (the two-tenant drive
-/// holds ~1.8 GiB when full).
-const FULL_GUEST_MEM: &str = "6G";
+/// k of the study (F = c / k in the guest; docs/apps.md, "One dilation for
+/// CPU and device"): the cores the study's workloads kept busy on its
+/// machine are not published, so k is the one that keeps the guest's CPU
+/// from bounding them. At F = c the integration levels compared the
+/// instructions of each file system's path on one core and the two tenants
+/// shared the one vCPU (B's P99 × 22 with A beside it, the drive's bandwidth
+/// 10 % used); the figures' measurements at c / 100 (Fig. 9 OLTP and
+/// fileserver: guest CPU 25-53 % busy, device-bound) set the same k here.
+pub const STUDY_CORES: f64 = 100.0;
 
 /// How `zns repro zns-study` runs.
 #[derive(Debug, Clone)]
@@ -23,8 +28,8 @@ pub struct StudyLaunch {
     pub parts: Vec<Part>,
     pub quick: bool,
     pub reps: u32,
-    /// The served drives' speed factor (default: 1 here, [`GUEST_SPEED`]
-    /// in the guest).
+    /// The served drives' speed factor (default: 1 here, F = c /
+    /// [`STUDY_CORES`] in the guest).
     pub speed: Option<f64>,
     pub out: PathBuf,
     pub place: Where,
@@ -47,6 +52,17 @@ pub fn run_study(
     }
 }
 
+/// `--speed` when given, else the guest's F = c / k, else 1 (a host with
+/// ublk runs at full speed; the guest's own `zns repro` gets the speed its
+/// host chose).
+fn speed_of(a: &StudyLaunch) -> f64 {
+    match a.speed {
+        Some(s) => s,
+        None if !a.place.is_here() => guest::guest_speed(STUDY_CORES),
+        None => 1.0,
+    }
+}
+
 fn options(a: &StudyLaunch, speed: f64, out_dir: PathBuf, zns: PathBuf) -> StudyOptions {
     StudyOptions {
         parts: a.parts.clone(),
@@ -59,7 +75,7 @@ fn options(a: &StudyLaunch, speed: f64, out_dir: PathBuf, zns: PathBuf) -> Study
 }
 
 fn run_here(a: &StudyLaunch, progress: &mut dyn FnMut(&str)) -> Result<(String, usize), AppError> {
-    let opts = options(a, a.speed.unwrap_or(1.0), a.out.clone(), this_zns()?);
+    let opts = options(a, speed_of(a), a.out.clone(), this_zns()?);
     let points = run(&opts, progress)?;
     let text = outputs(&points, &a.out, a.plots, &format!("--speed {}", opts.speed))?;
     Ok((text, points.failures.len()))
@@ -84,7 +100,7 @@ fn outputs(points: &StudyPoints, dir: &Path, plots: bool, how: &str) -> Result<S
 fn run_in_guest(a: &StudyLaunch) -> Result<(String, usize), AppError> {
     let harness = guest::harness_dir(a.guest_harness.as_deref())?;
     let out = guest::out_dir(&a.out)?;
-    let speed = a.speed.unwrap_or(GUEST_SPEED);
+    let speed = speed_of(a);
     let part: Vec<&str> = a
         .parts
         .iter()
@@ -103,15 +119,10 @@ fn run_in_guest(a: &StudyLaunch) -> Result<(String, usize), AppError> {
     }
     let _ = std::fs::remove_file(out.join("points.json"));
     let opts = options(a, speed, out.clone(), PathBuf::new());
-    // (read by scripts/serve-guest-test)
-    let env: &[(&str, &str)] = if !a.quick && std::env::var_os("ZNSKIT_GUEST_MEM").is_none() {
-        &[("ZNSKIT_GUEST_MEM", FULL_GUEST_MEM)]
-    } else {
-        &[]
-    };
+    let env = guest::guest_mem_env(a.quick);
     // (a run that failed fails the guest's part; the points of the others
     // are written all the same)
-    let ran = guest::run_repro(&harness, &args, &out, guest_budget_runs(&opts), env);
+    let ran = guest::run_repro(&harness, &args, &out, guest_budget_runs(&opts), &env);
     let points = match (read_points(&out), ran) {
         (Ok(p), _) => p,
         (Err(_), Err(e)) => return Err(e),

@@ -20,8 +20,10 @@ use zns_plot::table::{Cell, Table};
 use crate::compare::{self, PaperRow};
 
 use zns_apps::calibrate::{calibrate, Calibration};
-use zns_apps::experiment::{earlier_run, run_on_f2fs, RunEnv, RunResult, Workload};
+use zns_apps::experiment::{earlier_run, run_on_f2fs, run_on_zenfs, RunEnv, RunResult, Workload};
+use zns_apps::load::{BlockCounters, RunLoad, CPU_BOUND_BUSY_SHARE};
 use zns_apps::outfiles::{self, spread};
+use zns_apps::programs::{self, Programs};
 use zns_apps::AppError;
 
 /// The figures this module reproduces.
@@ -54,6 +56,9 @@ pub struct ZraidAppOptions {
     /// finished in `out_dir/runs` (their raw reports and server stats) and
     /// run only the others.
     pub resume: bool,
+    /// The user's filebench and db_bench with ZenFS (checked), which then
+    /// run instead of the stand-ins.
+    pub programs: Programs,
 }
 
 /// What must match for a series to resume another: the serve options, the
@@ -65,6 +70,15 @@ struct SeriesOptions {
     member: String,
     meta: String,
     quick: bool,
+    /// The programs that ran Figs. 9 and 10 (none said: the stand-ins).
+    #[serde(default = "stand_ins")]
+    programs: [String; 2],
+}
+
+/// What a series from before the programs were said ran: the stand-ins.
+fn stand_ins() -> [String; 2] {
+    let p = Programs::default();
+    [p.fig9_program().into(), p.fig10_program().into()]
 }
 
 /// One measured point.
@@ -83,6 +97,14 @@ pub struct AppPoint {
     /// Device time the server ran, in seconds.
     pub device_s: f64,
     pub report_file: PathBuf,
+    /// The program that ran (`Programs::fig9_program`, `fig10_program`:
+    /// the paper's, or a stand-in).
+    #[serde(default)]
+    pub program: String,
+    /// The CPU's busy share and the block layer's counters over the
+    /// workload (None from runs before they were kept).
+    #[serde(default)]
+    pub load: Option<RunLoad>,
 }
 
 /// A workload of a figure: its label and what runs.
@@ -93,6 +115,16 @@ struct Case {
     /// The db_bench benchmark whose line is the result.
     measured: Option<&'static str>,
 }
+
+/// k of Figs. 9 and 10 (F = c / k in the guest; docs/apps.md, "One
+/// dilation for CPU and device"): the cores their workloads kept busy on
+/// the paper's machine. The paper does not say, and Fig. 9's personalities
+/// run 16-211 threads, Fig. 10's db_bench 4 threads and 16 background jobs:
+/// k is the one at which the guest's CPU stops bounding them, measured on
+/// Fig. 9 OLTP (guest CPU 99 % busy at c, 95 % at c / 10, 51-53 % at
+/// c / 100, where ZRAID / RAIZN+ became 1.081) and fileserver 4 KiB (86 % at
+/// c / 10, 25-27 % at c / 100).
+pub const FIGS_CORES: f64 = 100.0;
 
 const FIG9_VARIANTS: [&str; 3] = ["raizn", "raizn+", "zraid"];
 const FIG10_VARIANTS: [&str; 5] = ["raizn+", "z", "z+s", "z+s+m", "zraid"];
@@ -240,6 +272,76 @@ fn variants(fig: AppFig) -> &'static [&'static str] {
     }
 }
 
+/// The value of `key` among a workload's variables.
+fn var<'a>(vars: &'a [(String, String)], key: &str) -> &'a str {
+    vars.iter()
+        .find(|(k, _)| k == key)
+        .map_or("", |(_, v)| v.as_str())
+}
+
+/// `case` run by the user's programs where there are some: a fio
+/// personality by filebench's own (workloads/filebench/*.f, at the same
+/// scale: files in all = files per thread × its threads, the label's
+/// iosize uncapped, direct I/O as the personality had it), db_bench on
+/// F2FS by the user's db_bench on ZenFS. filebench gets at least its
+/// default file count (below).
+fn with_programs(case: Case, programs: &Programs) -> Case {
+    let workload = match (&case.workload, programs) {
+        (
+            Workload::Fio { personality, vars },
+            Programs {
+                filebench: Some(fb),
+                ..
+            },
+        ) => {
+            // threads of each personality (fio's jobs, filebench's
+            // instances) and filebench's default file count, the least it
+            // gets: with fewer (200 files, 1000) filebench's createfile
+            // finds no free entry within seconds and stops the run
+            let (threads, least): (u64, u64) = match personality.as_str() {
+                "fileserver" => (50, 10_000),
+                "varmail" => (16, 1_000),
+                _ => (1, 0),
+            };
+            let files = (var(vars, "NFILES").parse::<u64>().unwrap_or(0) * threads).max(least);
+            let iosize = case
+                .label
+                .strip_prefix("fileserver-")
+                .unwrap_or(var(vars, "IOSIZE"));
+            let direct = if var(vars, "DIRECT") == "1" {
+                ",directio"
+            } else {
+                ""
+            };
+            Workload::Filebench {
+                program: fb.clone(),
+                personality: personality.clone(),
+                vars: [
+                    ("NFILES", files.to_string()),
+                    ("IOSIZE", iosize.to_string()),
+                    ("RUNTIME", var(vars, "RUNTIME").to_string()),
+                    ("DIRECTIO", direct.to_string()),
+                ]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+            }
+        }
+        (
+            Workload::DbBench { args },
+            Programs {
+                db_bench: Some(db), ..
+            },
+        ) => Workload::ZenfsDbBench {
+            db_bench: db.clone(),
+            zenfs: db.with_file_name(programs::ZENFS_UTILITY),
+            args: args.clone(),
+        },
+        _ => return case,
+    };
+    Case { workload, ..case }
+}
+
 /// Every run of the figures, in order: (case, variant, rep).
 fn plan(opts: &ZraidAppOptions) -> Vec<(Case, &'static str, u32)> {
     let mut runs = Vec::new();
@@ -247,6 +349,7 @@ fn plan(opts: &ZraidAppOptions) -> Vec<(Case, &'static str, u32)> {
     for &fig in &opts.figs {
         for rep in 0..reps {
             for case in cases(fig, opts.quick) {
+                let case = with_programs(case, &opts.programs);
                 // variants interleaved within a repetition, so that a slow
                 // spell of the host spreads over all of them
                 for &v in variants(fig) {
@@ -420,6 +523,10 @@ pub fn run(
         member: opts.member.clone(),
         meta: opts.meta.clone(),
         quick: opts.quick,
+        programs: [
+            opts.programs.fig9_program().into(),
+            opts.programs.fig10_program().into(),
+        ],
     };
     if opts.resume {
         match outfiles::read_json::<SeriesOptions>(&env.work_dir, "series.json") {
@@ -468,12 +575,21 @@ pub fn run(
                 ""
             }
         ));
-        let r = match kept {
-            Some(r) => r,
-            None => run_on_f2fs(&env, &array, &meta, &case.workload, &label)
-                .map_err(|e| e.context(format!("{fig} {} on {variant}", case.label)))?,
-        };
-        points.push(point(fig, &case, variant, rep, &array, r)?);
+        let r = match (kept, &case.workload) {
+            (Some(r), _) => Ok(r),
+            (None, Workload::ZenfsDbBench { .. }) => {
+                run_on_zenfs(&env, &array, &case.workload, &label)
+            }
+            (None, _) => run_on_f2fs(&env, &array, &meta, &case.workload, &label),
+        }
+        .map_err(|e| e.context(format!("{fig} {} on {variant}", case.label)))?;
+        let mut pt = point(fig, &case, variant, rep, &array, r)?;
+        pt.program = match case.fig {
+            AppFig::Fig9 => opts.programs.fig9_program(),
+            AppFig::Fig10 => opts.programs.fig10_program(),
+        }
+        .to_string();
+        points.push(pt);
     }
     Ok(points)
 }
@@ -498,6 +614,10 @@ fn point(
 ) -> Result<AppPoint, AppError> {
     let (ops_per_s, mb_per_s) = match (&r.fio, case.measured) {
         (Some(f), _) => (f.ops_per_s(), Some(f.read_mib_per_s + f.write_mib_per_s)),
+        (None, None) if r.filebench.is_some() => {
+            let f = r.filebench.as_ref().map(|f| (f.ops_per_s, f.mb_per_s));
+            f.unwrap_or_default()
+        }
         (None, Some(bench)) => {
             let b = r
                 .db_bench
@@ -534,6 +654,8 @@ fn point(
         stats,
         device_s,
         report_file: r.report_file,
+        program: String::new(),
+        load: r.load,
     })
 }
 
@@ -561,6 +683,15 @@ pub fn points_csv(points: &[AppPoint]) -> String {
         "pp_header_blocks",
         "pp_related_blocks",
         "pp_gc_count",
+        "program",
+        "cpu_busy_share",
+        "cpu_bound",
+        "array_reads",
+        "array_read_sectors",
+        "array_writes",
+        "array_write_sectors",
+        "array_flushes",
+        "array_io_ticks_ms",
         "report",
     ]);
     for p in points {
@@ -588,6 +719,24 @@ pub fn points_csv(points: &[AppPoint]) -> String {
             ]
             .map(|n| Cell::text(n.to_string())),
         );
+        let load = p.load.as_ref();
+        row.push(Cell::text(p.program.as_str()));
+        row.push(Cell::opt(load.map(|l| l.cpu_busy_share), |b| {
+            format!("{b:.4}")
+        }));
+        row.push(Cell::opt(load.map(RunLoad::cpu_bound), |b| b.to_string()));
+        let array = load.and_then(|l| l.block.get("array"));
+        row.extend(
+            [
+                |a: &BlockCounters| a.reads,
+                |a: &BlockCounters| a.read_sectors,
+                |a: &BlockCounters| a.writes,
+                |a: &BlockCounters| a.write_sectors,
+                |a: &BlockCounters| a.flushes,
+                |a: &BlockCounters| a.io_ticks_ms,
+            ]
+            .map(|f| Cell::opt(array.map(f), |n| n.to_string())),
+        );
         row.push(Cell::text(p.report_file.display().to_string()));
         t.push(row);
     }
@@ -607,6 +756,8 @@ pub struct Normalized {
     pub normalized_max: f64,
     pub mean_flash_waf: f64,
     pub reps: usize,
+    /// The highest CPU busy share of its runs (None: not kept).
+    pub cpu_busy_share_max: Option<f64>,
 }
 
 /// Every (fig, workload, variant) normalized to RAIZN+ of the same
@@ -646,6 +797,7 @@ pub fn normalize(points: &[AppPoint]) -> Vec<Normalized> {
             normalized_max: max / base,
             mean_flash_waf: spread(&wafs).map(|s| s.0).unwrap_or(0.0),
             reps: ps.len(),
+            cpu_busy_share_max: busiest(ps.iter().copied()),
         });
     }
     // variants in the paper's order within each workload
@@ -659,6 +811,50 @@ pub fn normalize(points: &[AppPoint]) -> Vec<Normalized> {
         (&a.fig, &a.workload, order(&a.variant)).cmp(&(&b.fig, &b.workload, order(&b.variant)))
     });
     out
+}
+
+/// What ran `fig`'s points, as a summary row says it (` [fio
+/// personalities (stand-ins for filebench)]`; nothing when none ran or
+/// none said).
+fn program_tag(points: &[AppPoint], fig: &str) -> String {
+    let mut names: Vec<&str> = points
+        .iter()
+        .filter(|p| p.fig == fig && !p.program.is_empty())
+        .map(|p| p.program.as_str())
+        .collect();
+    names.dedup();
+    if names.is_empty() {
+        String::new()
+    } else {
+        format!(" [{}]", names.join(", "))
+    }
+}
+
+/// The highest CPU busy share of `points` (None when none kept one).
+fn busiest<'a>(points: impl Iterator<Item = &'a AppPoint>) -> Option<f64> {
+    points
+        .filter_map(|p| Some(p.load.as_ref()?.cpu_busy_share))
+        .reduce(f64::max)
+}
+
+/// What a summary row says when the CPU bounded some of its runs: their
+/// figure measures the CPU (the instructions of each variant's path), not
+/// the arrays.
+fn cpu_bound_note(points: &[AppPoint], fig: &str, workload: Option<&str>) -> String {
+    let busy = busiest(
+        points
+            .iter()
+            .filter(|p| p.fig == fig && workload.map_or(true, |w| p.workload == w)),
+    );
+    match busy {
+        Some(b) if b > CPU_BOUND_BUSY_SHARE => format!(
+            "; CPU-BOUND (guest CPU up to {:.0} % busy, above {:.0} %): a CPU figure, not the device's",
+            b * 100.0,
+            CPU_BOUND_BUSY_SHARE * 100.0
+        ),
+        Some(b) => format!("; guest CPU up to {:.0} % busy", b * 100.0),
+        None => String::new(),
+    }
 }
 
 fn norm_of(n: &[Normalized], fig: &str, w: &str, v: &str) -> Option<f64> {
@@ -706,10 +902,10 @@ pub fn summary(points: &[AppPoint]) -> Vec<PaperRow> {
     let mut ratio = |what: &str, paper: &str, fig: &str, w: &str, gain: f64| {
         let ours = norm_of(&n, fig, w, "zraid");
         rows.push(PaperRow {
-            what: what.into(),
+            what: what.to_string() + &program_tag(points, fig),
             paper: paper.into(),
             ours,
-            note: gain_note(ours, gain),
+            note: gain_note(ours, gain) + &cpu_bound_note(points, fig, Some(w)),
             ..PaperRow::default()
         });
     };
@@ -752,12 +948,13 @@ pub fn summary(points: &[AppPoint]) -> Vec<PaperRow> {
     let mean10 = spread(&fig10).map(|s| s.0);
     rows.push(PaperRow {
         what: format!(
-            "Fig. 10 db_bench: ZRAID / RAIZN+, mean of {} workloads",
-            fig10.len()
+            "Fig. 10 db_bench: ZRAID / RAIZN+, mean of {} workloads{}",
+            fig10.len(),
+            program_tag(points, "fig10")
         ),
         paper: "1.145".into(),
         ours: mean10,
-        note: gain_note(mean10, 14.5),
+        note: gain_note(mean10, 14.5) + &cpu_bound_note(points, "fig10", None),
         ..PaperRow::default()
     });
     let waf = |v: &str, w: Option<&str>| stats_sum(points, "fig10", v, w).map(|s| s.flash_waf());
@@ -880,6 +1077,8 @@ pub fn write_outputs(
         "normalized_min",
         "normalized_max",
         "mean_flash_waf",
+        "cpu_busy_share_max",
+        "cpu_bound",
     ]);
     for x in &n {
         csv.push([
@@ -892,6 +1091,10 @@ pub fn write_outputs(
             Cell::fixed(x.normalized_min, 4),
             Cell::fixed(x.normalized_max, 4),
             Cell::fixed(x.mean_flash_waf, 4),
+            Cell::opt(x.cpu_busy_share_max, |b| format!("{b:.4}")),
+            Cell::opt(x.cpu_busy_share_max, |b| {
+                (b > CPU_BOUND_BUSY_SHARE).to_string()
+            }),
         ]);
     }
     write("normalized.csv", csv.to_csv())?;
@@ -969,6 +1172,7 @@ pub fn write_outputs(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     fn p(fig: &str, w: &str, v: &str, rep: u32, ops: f64) -> AppPoint {
         AppPoint {
@@ -981,7 +1185,106 @@ mod tests {
             stats: None,
             device_s: 0.0,
             report_file: PathBuf::new(),
+            program: String::new(),
+            load: None,
         }
+    }
+
+    /// With the user's programs, Fig. 9 runs filebench's personalities at
+    /// the stand-ins' scale and Fig. 10 db_bench on ZenFS; without, the
+    /// stand-ins stay; the summary says which ran.
+    #[test]
+    fn the_users_programs_replace_the_stand_ins_and_the_summary_says_so() {
+        let programs = Programs {
+            filebench: Some(PathBuf::from("/u/filebench")),
+            db_bench: Some(PathBuf::from("/u/db_bench")),
+        };
+        let fig9: Vec<Case> = cases(AppFig::Fig9, false)
+            .into_iter()
+            .map(|c| with_programs(c, &programs))
+            .collect();
+        let fb = |label: &str| match &fig9.iter().find(|c| c.label == label).unwrap().workload {
+            Workload::Filebench {
+                program,
+                personality,
+                vars,
+            } => {
+                assert_eq!(program, Path::new("/u/filebench"));
+                (personality.clone(), vars.clone())
+            }
+            w => panic!("{label}: {w:?}"),
+        };
+        let (personality, v) = fb("fileserver-1m");
+        assert_eq!(personality, "fileserver");
+        assert_eq!(var(&v, "IOSIZE"), "1m", "filebench's iosize, uncapped");
+        assert_eq!(var(&v, "NFILES"), "10000", "filebench's default at least");
+        assert_eq!(var(&v, "DIRECTIO"), ",directio");
+        let (_, v) = fb("varmail");
+        assert_eq!((var(&v, "NFILES"), var(&v, "DIRECTIO")), ("1008", ""));
+        let quick = with_programs(cases(AppFig::Fig9, true).remove(0), &programs);
+        match quick.workload {
+            Workload::Filebench { vars, .. } => assert_eq!(var(&vars, "NFILES"), "10000"),
+            w => panic!("{w:?}"),
+        }
+        match &with_programs(cases(AppFig::Fig10, true).remove(0), &programs).workload {
+            Workload::ZenfsDbBench { zenfs, args, .. } => {
+                assert_eq!(zenfs, Path::new("/u/zenfs"));
+                assert!(args.contains(&"--benchmarks=fillseq".to_string()));
+            }
+            w => panic!("{w:?}"),
+        }
+        let none = with_programs(cases(AppFig::Fig9, true).remove(0), &Programs::default());
+        assert!(matches!(none.workload, Workload::Fio { .. }));
+        let mut pt = p("fig9", "oltp", "zraid", 0, 1.0);
+        pt.program = Programs::default().fig9_program().into();
+        let rows = summary(&[p("fig9", "oltp", "raizn+", 0, 1.0), pt]);
+        let oltp = rows
+            .iter()
+            .find(|r| r.what.starts_with("Fig. 9 OLTP"))
+            .unwrap();
+        assert!(
+            oltp.what
+                .ends_with("[fio personalities (stand-ins for filebench)]"),
+            "{}",
+            oltp.what
+        );
+    }
+
+    /// A summary row whose runs kept the CPU busier than the threshold says
+    /// so; one below it gives the busy share only.
+    #[test]
+    fn cpu_bound_rows_are_flagged_in_the_summary() {
+        let busy = |mut pt: AppPoint, share: f64| {
+            pt.load = Some(RunLoad {
+                cpu_busy_share: share,
+                ..RunLoad::default()
+            });
+            pt
+        };
+        let points = [
+            busy(p("fig9", "oltp", "raizn+", 0, 100.0), 0.99),
+            busy(p("fig9", "oltp", "zraid", 0, 101.0), 0.5),
+            busy(p("fig9", "varmail", "raizn+", 0, 100.0), 0.3),
+            busy(p("fig9", "varmail", "zraid", 0, 110.0), 0.4),
+        ];
+        let rows = summary(&points);
+        let note = |what: &str| {
+            rows.iter()
+                .find(|r| r.what.starts_with(what))
+                .unwrap()
+                .note
+                .clone()
+        };
+        assert!(note("Fig. 9 OLTP").contains("CPU-BOUND (guest CPU up to 99 % busy"));
+        let varmail = note("Fig. 9 VARMAIL: ZRAID");
+        assert!(!varmail.contains("CPU-BOUND") && varmail.contains("up to 40 % busy"));
+        let n = normalize(&points);
+        assert_eq!(n[0].cpu_busy_share_max, Some(0.99));
+        let csv = points_csv(&points);
+        assert!(
+            csv.lines().nth(1).unwrap().contains(",0.9900,true,"),
+            "{csv}"
+        );
     }
 
     #[test]
@@ -1019,6 +1322,7 @@ mod tests {
             out_dir: PathBuf::from("/tmp/x"),
             zns: PathBuf::from("zns"),
             resume: false,
+            programs: Programs::default(),
         };
         let runs = plan(&opts);
         assert_eq!(runs.len(), 3 + 5);

@@ -17,6 +17,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use zns_apps::dbbench::{run_db_bench, BenchResult};
+use zns_apps::experiment::measured as measured_run;
+use zns_apps::load::RunLoad;
 use zns_apps::mount::FileSystem;
 use zns_apps::outfiles;
 use zns_apps::served::Server;
@@ -25,11 +27,16 @@ use zns_apps::AppError;
 /// How the check runs.
 #[derive(Debug, Clone)]
 pub struct DbCheckOptions {
-    /// `zns serve --speed`.
-    pub speed: f64,
+    /// `zns serve --speed` of the fills (fillrandom, overwrite: one thread,
+    /// k = [`FILL_CORES`]).
+    pub fill_speed: f64,
+    /// `zns serve --speed` of readrandom (32 threads, k = [`READ_CORES`]);
+    /// when it differs from `fill_speed` the database is built again on a
+    /// second server at this speed (the same fills, not measured).
+    pub read_speed: f64,
     /// Keys written by fillrandom (and overwritten).
     pub keys: u64,
-    /// readrandom's duration, seconds (wall clock).
+    /// readrandom's duration, seconds (the guest's clock).
     pub read_seconds: u32,
     /// Zones of zn540-cns's zoned namespace (`zns serve --zones`).
     pub zones: u32,
@@ -47,7 +54,7 @@ pub struct DbCheckRow {
     /// The drive's (mean over the CSV's runs).
     pub measured_ops_per_s: Option<f64>,
     pub measured_p99_us: Option<f64>,
-    /// Ours at the speed factor (wall clock).
+    /// Ours at the speed factor (the clock of the machine it ran on).
     pub emulated_ops_per_s: f64,
     pub emulated_p99_us: Option<f64>,
     pub speed: f64,
@@ -56,11 +63,24 @@ pub struct DbCheckRow {
     pub scaled_ops_per_s: f64,
     /// scaled / measured.
     pub ratio: Option<f64>,
+    /// The CPU's busy share and the device's counters over the step that
+    /// measured this row (None from before they were kept).
+    #[serde(default)]
+    pub load: Option<RunLoad>,
 }
 
 /// The workloads, as zbdbench ran them: fill and overwrite with one thread,
 /// random reads with 32 (its readrandom: 211.7 µs/op at 151 k ops/s).
 const READ_THREADS: u32 = 32;
+
+/// k of the fills (F = c / k in the guest, docs/apps.md): one thread, one
+/// core of the drive's machine — the calibration's own case.
+pub const FILL_CORES: f64 = 1.0;
+
+/// k of readrandom: its 32 threads kept up to 32 cores of the drive's
+/// machine busy; measured, F = c / 32 lands on the drive (0.958) where
+/// F = c gave 0.427 (one guest core for 32 threads).
+pub const READ_CORES: f64 = READ_THREADS as f64;
 
 fn common(keys: u64) -> Vec<String> {
     vec![
@@ -104,29 +124,48 @@ pub fn measured(csv: &str, workload: &str) -> (Option<f64>, Option<f64>) {
     (mean(&ops), mean(&p99))
 }
 
-/// Runs the check (one server, one file system, three db_bench workloads)
-/// and writes `dbcheck.csv`/`dbcheck.json` and the raw reports into
-/// `out_dir`.
-pub fn run(
+/// A db_bench step: its benchmarks, its own arguments and whether its
+/// figures are rows of the check.
+struct Step {
+    benchmarks: &'static str,
+    extra: Vec<String>,
+    measured: bool,
+}
+
+/// The fills (fillrandom then overwrite, one thread).
+fn fills(measured: bool) -> Step {
+    Step {
+        benchmarks: "fillrandom,overwrite",
+        extra: vec!["--threads=1".into()],
+        measured,
+    }
+}
+
+/// A measured db_bench result, the speed it ran at and its step's load.
+type Measured = (BenchResult, f64, Option<RunLoad>);
+
+/// One server at `speed`, F2FS zoned on it, the `steps` in order; the
+/// measured steps' results. `tag` names the phase's files in `runs/`.
+fn phase(
     opts: &DbCheckOptions,
+    speed: f64,
+    tag: &str,
+    steps: &[Step],
     progress: &mut dyn FnMut(&str),
-) -> Result<Vec<DbCheckRow>, AppError> {
-    let csv = &opts.measured_csv;
+) -> Result<Vec<Measured>, AppError> {
     let runs = opts.out_dir.join("runs");
-    std::fs::create_dir_all(&runs).map_err(AppError::file(&runs))?;
     let target = "zn540-cns";
     let args = vec![
         target.to_string(),
         "--zones".into(),
         opts.zones.to_string(),
         "--speed".into(),
-        opts.speed.to_string(),
+        speed.to_string(),
     ];
     progress(&format!(
-        "db_bench check: F2FS zoned on a served {target} at --speed {}",
-        opts.speed
+        "db_bench check: F2FS zoned on a served {target} at --speed {speed}"
     ));
-    let server = Server::start(&opts.zns, &args, &runs.join("dbcheck.serve.json"))?;
+    let server = Server::start(&opts.zns, &args, &runs.join(format!("{tag}.serve.json")))?;
     let dev = |zoned: bool| {
         server
             .devices
@@ -141,53 +180,91 @@ pub fn run(
                 ),
             })
     };
+    let (meta, zoned) = (dev(false)?, dev(true)?);
     let fs = FileSystem::F2fsZoned {
-        meta: dev(false)?,
-        zoned: dev(true)?,
+        meta: meta.clone(),
+        zoned: zoned.clone(),
     };
     fs.make()?;
     let mnt = std::env::temp_dir().join(format!("zns-apps-dbcheck-{}", std::process::id()));
     let mounted = fs.mount(&mnt)?;
     let db = format!("--db={}/rocksdb", mounted.dir().display());
-    let mut results: Vec<BenchResult> = Vec::new();
-    let steps: [(&str, Vec<String>); 2] = [
-        ("fillrandom,overwrite", vec!["--threads=1".into()]),
-        (
-            "readrandom",
-            vec![
-                format!("--threads={READ_THREADS}"),
-                "--use_existing_db=true".into(),
-                format!("--duration={}", opts.read_seconds),
-            ],
-        ),
-    ];
-    for (benchmarks, extra) in steps {
-        progress(&format!("db_bench --benchmarks={benchmarks}"));
-        let mut a = vec![db.clone(), format!("--benchmarks={benchmarks}")];
+    let devices = [("device", zoned.as_str()), ("meta", meta.as_str())];
+    let mut results = Vec::new();
+    for step in steps {
+        progress(&format!("db_bench --benchmarks={}", step.benchmarks));
+        let mut a = vec![db.clone(), format!("--benchmarks={}", step.benchmarks)];
         a.extend(common(opts.keys));
-        a.extend(extra);
-        let (r, raw) = run_db_bench(&a)?;
-        let file = runs.join(format!("dbcheck-{}.report", benchmarks.replace(',', "-")));
+        a.extend(step.extra.iter().cloned());
+        let label = format!("{tag}-{}", step.benchmarks.replace(',', "-"));
+        let ((r, raw), load) = measured_run(&runs, &label, &devices, || run_db_bench(&a))?;
+        let file = runs.join(format!("{label}.report"));
         std::fs::write(&file, raw).map_err(AppError::file(&file))?;
-        results.extend(r);
+        if step.measured {
+            results.extend(r.into_iter().map(|b| (b, speed, load.clone())));
+        }
     }
     mounted.unmount()?;
     server.stop()?;
+    Ok(results)
+}
+
+/// Runs the check (the fills at `fill_speed`, readrandom at `read_speed`:
+/// one server and file system, or two when the speeds differ) and writes
+/// `dbcheck.csv`/`dbcheck.json`, the raw reports, the servers' stats and
+/// each step's load into `out_dir`.
+pub fn run(
+    opts: &DbCheckOptions,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Vec<DbCheckRow>, AppError> {
+    let csv = &opts.measured_csv;
+    let runs = opts.out_dir.join("runs");
+    std::fs::create_dir_all(&runs).map_err(AppError::file(&runs))?;
+    let reads = Step {
+        benchmarks: "readrandom",
+        extra: vec![
+            format!("--threads={READ_THREADS}"),
+            "--use_existing_db=true".into(),
+            format!("--duration={}", opts.read_seconds),
+        ],
+        measured: true,
+    };
+    let results = if opts.fill_speed == opts.read_speed {
+        phase(
+            opts,
+            opts.fill_speed,
+            "dbcheck",
+            &[fills(true), reads],
+            progress,
+        )?
+    } else {
+        let mut r = phase(opts, opts.fill_speed, "dbcheck", &[fills(true)], progress)?;
+        // the database readrandom reads, built as the drive's run built it
+        r.extend(phase(
+            opts,
+            opts.read_speed,
+            "dbcheck-read",
+            &[fills(false), reads],
+            progress,
+        )?);
+        r
+    };
     let rows: Vec<DbCheckRow> = ["fillrandom", "overwrite", "readrandom"]
         .iter()
         .filter_map(|w| {
-            let r = results.iter().find(|r| r.benchmark == *w)?;
+            let (r, speed, load) = results.iter().find(|(r, _, _)| r.benchmark == *w)?;
             let (m_ops, m_p99) = measured(csv, w);
-            let scaled = r.ops_per_sec / opts.speed;
+            let scaled = r.ops_per_sec / speed;
             Some(DbCheckRow {
                 workload: w.to_string(),
                 measured_ops_per_s: m_ops,
                 measured_p99_us: m_p99,
                 emulated_ops_per_s: r.ops_per_sec,
                 emulated_p99_us: r.p99_us,
-                speed: opts.speed,
+                speed: *speed,
                 scaled_ops_per_s: scaled,
                 ratio: m_ops.map(|m| scaled / m),
+                load: load.clone(),
             })
         })
         .collect();
@@ -197,12 +274,13 @@ pub fn run(
 
 fn write_rows(dir: &Path, rows: &[DbCheckRow]) -> Result<(), AppError> {
     let mut csv = String::from(
-        "workload,measured_ops_per_s,measured_p99_us,emulated_ops_per_s,emulated_p99_us,speed,scaled_ops_per_s,ratio\n",
+        "workload,measured_ops_per_s,measured_p99_us,emulated_ops_per_s,emulated_p99_us,speed,scaled_ops_per_s,ratio,cpu_busy_share,cpu_bound,device_reads,device_writes\n",
     );
     let opt = |v: Option<f64>| v.map(|v| format!("{v:.2}")).unwrap_or_default();
     for r in rows {
+        let dev = r.load.as_ref().and_then(|l| l.block.get("device"));
         csv += &format!(
-            "{},{},{},{:.2},{},{},{:.1},{}\n",
+            "{},{},{},{:.2},{},{},{:.1},{},{},{},{},{}\n",
             r.workload,
             opt(r.measured_ops_per_s),
             opt(r.measured_p99_us),
@@ -210,7 +288,17 @@ fn write_rows(dir: &Path, rows: &[DbCheckRow]) -> Result<(), AppError> {
             opt(r.emulated_p99_us),
             r.speed,
             r.scaled_ops_per_s,
-            r.ratio.map(|v| format!("{v:.4}")).unwrap_or_default()
+            r.ratio.map(|v| format!("{v:.4}")).unwrap_or_default(),
+            r.load
+                .as_ref()
+                .map(|l| format!("{:.4}", l.cpu_busy_share))
+                .unwrap_or_default(),
+            r.load
+                .as_ref()
+                .map(|l| l.cpu_bound().to_string())
+                .unwrap_or_default(),
+            dev.map(|d| d.reads.to_string()).unwrap_or_default(),
+            dev.map(|d| d.writes.to_string()).unwrap_or_default(),
         );
     }
     outfiles::write(dir, "dbcheck.csv", csv)?;
@@ -222,15 +310,25 @@ pub fn read_rows(dir: &Path) -> Result<Vec<DbCheckRow>, AppError> {
     outfiles::read_json(dir, "dbcheck.json")
 }
 
+/// A run's CPU busy share as the tables show it, flagged when the CPU
+/// bounded it (zns-apps' `load::CPU_BOUND_BUSY_SHARE`).
+pub fn busy_text(load: Option<&RunLoad>) -> String {
+    match load {
+        None => "—".into(),
+        Some(l) if l.cpu_bound() => format!("{:.0} % **CPU-bound**", l.cpu_busy_share * 100.0),
+        Some(l) => format!("{:.0} %", l.cpu_busy_share * 100.0),
+    }
+}
+
 /// The check as a Markdown table.
 pub fn markdown(rows: &[DbCheckRow]) -> String {
     let mut s = String::from(
-        "| db_bench on F2FS zoned | ZN540 (measured) ops/s | ours ops/s at --speed | ours / speed | ratio | p99 µs measured | p99 µs ours |\n|---|---|---|---|---|---|---|\n",
+        "| db_bench on F2FS zoned | ZN540 (measured) ops/s | ours ops/s at --speed | ours / speed | ratio | p99 µs measured | p99 µs ours | guest CPU busy |\n|---|---|---|---|---|---|---|---|\n",
     );
     let opt = |v: Option<f64>, d: usize| v.map(|v| format!("{v:.d$}")).unwrap_or("—".into());
     for r in rows {
         s += &format!(
-            "| {} | {} | {:.0} (F = {}) | {:.0} | {} | {} | {} |\n",
+            "| {} | {} | {:.0} (F = {}) | {:.0} | {} | {} | {} | {} |\n",
             r.workload,
             opt(r.measured_ops_per_s, 0),
             r.emulated_ops_per_s,
@@ -238,10 +336,11 @@ pub fn markdown(rows: &[DbCheckRow]) -> String {
             r.scaled_ops_per_s,
             opt(r.ratio, 3),
             opt(r.measured_p99_us, 1),
-            opt(r.emulated_p99_us, 1)
+            opt(r.emulated_p99_us, 1),
+            busy_text(r.load.as_ref())
         );
     }
-    s += "\nA ratio near 1 means the device bounds the workload and the emulation scales to the drive; far from 1, the host (the guest's CPU, the memtable, the page cache) bounds it at this speed.\n";
+    s += &format!("\nA ratio near 1 means the device bounds the workload and the emulation scales to the drive; far from 1, the host (the guest's CPU, the memtable, the page cache) bounds it at this speed. fillrandom is the calibration of c (in the guest the fills run at F = c, readrandom at F = c / 32: docs/apps.md); a row whose CPU was more than {:.0} % busy is CPU-bound: its rate measures the CPU, not the device.\n", zns_apps::load::CPU_BOUND_BUSY_SHARE * 100.0);
     s
 }
 

@@ -6,7 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
-use zns_apps::guest::{self, Where, GUEST_SPEED};
+use zns_apps::guest::{self, Where};
+use zns_apps::programs::{Programs, DB_BENCH_FLAG, FILEBENCH_FLAG, GUEST_PROGRAMS_ENV};
 use zns_apps::AppError;
 
 use super::apps::{self as zraid, AppFig, AppPoint, ZraidAppOptions};
@@ -19,9 +20,12 @@ pub struct AppFigOptions {
     pub figs: Vec<AppFig>,
     pub quick: bool,
     pub reps: u32,
-    /// The served devices' speed factor (default: 1 here, [`GUEST_SPEED`]
-    /// in the guest).
+    /// The served devices' speed factor for every run (default: 1 here,
+    /// F = c / k of each experiment in the guest: [`speed_of`]).
     pub speed: Option<f64>,
+    /// The speeds default to the guest's (F = c / k) even here: set in the
+    /// guest, whose `zns repro` runs `--where here` (`--guest-speeds`).
+    pub guest_speeds: bool,
     pub member: String,
     pub member_zones: u32,
     pub place: Where,
@@ -36,6 +40,9 @@ pub struct AppFigOptions {
     /// The guest harness's directory (`--guest-harness`; zns-apps'
     /// `guest::harness_dir` says the default).
     pub guest_harness: Option<PathBuf>,
+    /// The user's filebench and db_bench with ZenFS (`--filebench`,
+    /// `--db-bench`): Fig. 9 and Fig. 10 run them instead of the stand-ins.
+    pub programs: Programs,
 }
 
 /// The `zns` binary that serves the devices (this one).
@@ -46,10 +53,52 @@ pub fn this_zns() -> Result<PathBuf, AppError> {
 /// Runs the application figures; their summary table (Markdown).
 /// `progress` gets a line per step.
 pub fn run_app_figs(a: &AppFigOptions, progress: &mut dyn FnMut(&str)) -> Result<String, AppError> {
+    let mut a = a.clone();
+    a.programs = checked_programs(&a)?;
     if a.place.is_here() {
-        run_here(a, progress)
+        run_here(&a, progress)
     } else {
-        run_in_guest(a)
+        run_in_guest(&a)
+    }
+}
+
+/// The user's programs, checked (executable files; ZenFS's utility beside
+/// db_bench) and only for a figure that runs them: a clear error before
+/// anything runs.
+fn checked_programs(a: &AppFigOptions) -> Result<Programs, AppError> {
+    let given = [
+        (
+            FILEBENCH_FLAG,
+            a.programs.filebench.is_some(),
+            AppFig::Fig9,
+            9,
+        ),
+        (
+            DB_BENCH_FLAG,
+            a.programs.db_bench.is_some(),
+            AppFig::Fig10,
+            10,
+        ),
+    ];
+    for (flag, given, fig, n) in given {
+        if given && !a.figs.contains(&fig) {
+            return Err(AppError::Invalid(format!(
+                "{flag} runs Fig. {n}'s workloads, and --fig has no {n}"
+            )));
+        }
+    }
+    a.programs.clone().checked()
+}
+
+/// The speed factor of an experiment whose workload kept `cores` (k) cores
+/// of the paper's machine busy: `--speed` when given, else F = c / k in the
+/// guest (zns-apps' `guest::guest_speed`) and 1 on a host with ublk (its
+/// CPU is a real machine's).
+fn speed_of(a: &AppFigOptions, cores: f64) -> f64 {
+    match a.speed {
+        Some(s) => s,
+        None if a.guest_speeds || !a.place.is_here() => guest::guest_speed(cores),
+        None => 1.0,
     }
 }
 
@@ -65,11 +114,17 @@ fn app_options(a: &AppFigOptions, speed: f64, out_dir: PathBuf, zns: PathBuf) ->
         out_dir,
         zns,
         resume: a.resume,
+        programs: a.programs.clone(),
     }
 }
 
 fn run_here(a: &AppFigOptions, progress: &mut dyn FnMut(&str)) -> Result<String, AppError> {
-    let mut opts = app_options(a, a.speed.unwrap_or(1.0), a.out.clone(), this_zns()?);
+    let mut opts = app_options(
+        a,
+        speed_of(a, zraid::FIGS_CORES),
+        a.out.clone(),
+        this_zns()?,
+    );
     opts.meta = "zn540-cns".into();
     std::fs::create_dir_all(&a.out)
         .map_err(|e| AppError::Io(format!("--out {}: {e}", a.out.display())))?;
@@ -83,7 +138,8 @@ fn run_here(a: &AppFigOptions, progress: &mut dyn FnMut(&str)) -> Result<String,
     }
     if a.dbcheck {
         let check = DbCheckOptions {
-            speed: opts.speed,
+            fill_speed: speed_of(a, dbcheck::FILL_CORES),
+            read_speed: speed_of(a, dbcheck::READ_CORES),
             keys: if a.quick { 20_000 } else { 200_000 },
             read_seconds: if a.quick { 10 } else { 60 },
             zones: 64,
@@ -146,20 +202,33 @@ fn run_in_guest(a: &AppFigOptions) -> Result<String, AppError> {
         std::fs::write(&csv, measured_dbbench_csv()?)
             .map_err(|e| AppError::Io(format!("the drive's db_bench data: {e}")))?;
     }
-    let speed = a.speed.unwrap_or(GUEST_SPEED);
+    let speed = speed_of(a, zraid::FIGS_CORES);
     let member = guest::profile_arg(&a.member, &out, "member")?;
     let mut args = format!(
-        "zraid --fig {} --where here --out /out --speed {speed} --reps {} --member {} --member-zones {} --eta always --no-plots",
+        "zraid --fig {} --where here --out /out --reps {} --member {} --member-zones {} --eta always --no-plots",
         figs.join(","),
         a.reps,
         member,
         a.member_zones
     );
+    // (each experiment's own F = c / k unless --speed says one for all)
+    args += &match a.speed {
+        Some(s) => format!(" --speed {s}"),
+        None => " --guest-speeds".into(),
+    };
     if a.quick {
         args += " --quick";
     }
     if a.resume {
         args += " --resume";
+    }
+    // the user's programs, packed into the initramfs with their libraries
+    let (in_guest, pack) = a.programs.for_guest()?;
+    if let Some(p) = &in_guest.filebench {
+        args += &format!(" {FILEBENCH_FLAG} {}", p.display());
+    }
+    if let Some(p) = &in_guest.db_bench {
+        args += &format!(" {DB_BENCH_FLAG} {}", p.display());
     }
     let _ = std::fs::remove_file(out.join("points.json"));
     let _ = std::fs::remove_file(out.join("calibration.json"));
@@ -167,7 +236,9 @@ fn run_in_guest(a: &AppFigOptions) -> Result<String, AppError> {
     let runs = zraid::run_count(&app_options(a, speed, out.clone(), PathBuf::new()));
     // (the db_bench check is worth a few runs of time)
     let runs = runs + if a.dbcheck { 5 } else { 0 };
-    guest::run_repro(&harness, &args, &out, runs, &[])?;
+    let mut env = guest::guest_mem_env(a.quick);
+    env.push((GUEST_PROGRAMS_ENV, pack.as_str()));
+    guest::run_repro(&harness, &args, &out, runs, &env)?;
     // the guest wrote the points; the figures are drawn here
     let mut text = String::new();
     if !a.figs.is_empty() {
