@@ -202,9 +202,11 @@ pub fn run_repro(
         })?,
         Err(_) => GUEST_BASE_HOST_S + runs * GUEST_RUN_HOST_S,
     };
+    let setup = GuestSetup::of(env);
     eprintln!(
-        "zns repro: no ublk here: running {runs} application runs in the ublk guest (scripts/serve-guest-test, TCG, {} clock); results in {}",
-        std::env::var("ZNSKIT_GUEST_CLOCK").unwrap_or_else(|_| "virtual".into()),
+        "zns repro: no ublk here: running {runs} application runs in the ublk guest (scripts/serve-guest-test, TCG, {} clock, seed {}); results in {}",
+        setup.clock,
+        setup.seed,
         out.display()
     );
     let status = std::process::Command::new(&harness)
@@ -226,7 +228,47 @@ pub fn run_repro(
             log_dir.join("console.log").display()
         )));
     }
-    Ok(())
+    setup.write(out)
+}
+
+/// The guest a run had, as the harness's environment chose it: written
+/// to `OUT/guest.json` after the run, not before (`/out` is in the
+/// initramfs, and a byte more there is another guest).
+#[derive(Debug, serde::Serialize)]
+struct GuestSetup {
+    /// `ZNSKIT_GUEST_CLOCK`: virtual (the instruction clock) or wall.
+    clock: String,
+    /// `ZNSKIT_GUEST_SEED`: the virtual-time guest's random seed.
+    seed: String,
+    /// `ZNSKIT_GUEST_MEM`: the guest's memory (the harness's default when
+    /// empty).
+    mem: String,
+    /// `ZNSKIT_GUEST_QEMU_ARGS`: more QEMU arguments.
+    qemu_args: String,
+}
+
+impl GuestSetup {
+    fn of(env: &[(&str, &str)]) -> GuestSetup {
+        let get = |name: &str, default: &str| {
+            env.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.to_string())
+                .or_else(|| std::env::var(name).ok())
+                .unwrap_or_else(|| default.to_string())
+        };
+        GuestSetup {
+            clock: get("ZNSKIT_GUEST_CLOCK", "virtual"),
+            seed: get("ZNSKIT_GUEST_SEED", "1"),
+            mem: get(GUEST_MEM_ENV, ""),
+            qemu_args: get("ZNSKIT_GUEST_QEMU_ARGS", ""),
+        }
+    }
+
+    fn write(&self, out: &Path) -> Result<(), AppError> {
+        let path = out.join("guest.json");
+        let text = serde_json::to_string_pretty(self).map_err(|e| AppError::Io(e.to_string()))?;
+        std::fs::write(&path, text + "\n").map_err(AppError::file(&path))
+    }
 }
 
 #[cfg(test)]

@@ -36,7 +36,31 @@ Examples:
 Exit codes: 0 ok; 1 a run failed; 2 wrong arguments; 4 --out cannot be
 written (checked before anything runs).";
 
-pub const APP_FIGS_HELP: &str = "\
+/// The guest's speeds as the help states them: c and each experiment's
+/// F = c / k, from the constants that define them (docs/apps.md, "The
+/// defaults: F = c / k for each experiment").
+fn guest_speeds_text() -> String {
+    use zns_repro::zraid::{apps::FIGS_CORES, dbcheck};
+    let f = zns_apps::guest::guest_speed;
+    format!(
+        "the guest's CPU is c = {c} of one core of the paper's machine, and each
+experiment gets --speed F = c / k, k the cores its workload kept busy there
+(Figs. 9, 10: k = {figs_k}, F = {figs}; dbcheck: the fills k = {fill_k}, F = {fill},
+readrandom k = {read_k}, F = {read}; docs/apps.md)",
+        c = zns_apps::guest::GUEST_CPU_SPEED,
+        figs_k = FIGS_CORES,
+        figs = f(FIGS_CORES),
+        fill_k = dbcheck::FILL_CORES,
+        fill = f(dbcheck::FILL_CORES),
+        read_k = dbcheck::READ_CORES,
+        read = f(dbcheck::READ_CORES),
+    )
+}
+
+/// `zns repro zraid --help`'s text after the options.
+fn app_figs_help() -> String {
+    format!(
+        "\
 Figures 9 and 10 run real applications on arrays served by `zns serve`
 (docs/apps.md): Fig. 9 filebench's FILESERVER (4 KiB .. 1 MiB), OLTP and
 VARMAIL as fio personalities on F2FS over RAIZN, RAIZN+ and ZRAID; Fig. 10
@@ -44,26 +68,31 @@ db_bench FILLSEQ, FILLRANDOM, OVERWRITE over RAIZN+, Z, Z+S, Z+S+M, ZRAID;
 with the arrays' own counters (flash WAF, partial parity, PP-log GC: the
 paper's section 6.4). On a Linux host with ublk (root) they run here at
 full speed; elsewhere zns boots the ublk guest (QEMU, TCG, one vCPU on the
-instruction clock: reruns give the same bytes) from a znskit source tree
-(--guest-harness) and runs there with CPU and devices slowed alike: the
-guest's CPU is c = 0.194 of one core of the paper's machine, and each
-experiment gets --speed F = c / k, k the cores its workload kept busy there
-(Figs. 9, 10: k = 100, F = 0.00194; dbcheck: the fills k = 1, F = 0.194,
-readrandom k = 32, F = 0.0060625; docs/apps.md). Guest memory: 8 GiB for full
+instruction clock: reruns give the same bytes; ZNSKIT_GUEST_SEED another
+guest) from a znskit source tree (--guest-harness) and runs there with CPU
+and devices slowed alike: {speeds}. Guest memory: 8 GiB for full
 runs (ZNSKIT_GUEST_MEM). Each run records the guest CPU's busy share and
 the block layer's counters; the summary flags CPU-bound rows. Output: points.csv,
-normalized.csv, fig9.png, fig10.png, summary.md (paper vs ours) and every
-application's raw report under runs/.
+normalized.csv, fig9.png, fig10.png, summary.md (paper vs ours), guest.json
+and every application's raw report under runs/.
 
 Examples:
   zns repro zraid --fig 9,10 --quick            the smoke (CI: --fig 9, twice, diffed)
   zns repro zraid --fig 9 --reps 1              the full Fig. 9 (deterministic in the guest: one repetition)
   zns repro zraid --fig 9 --reps 1 --resume     go on with one that was cut short
-  zns repro zraid --fig dbcheck                 db_bench against the drive: fills at c, reads at c / 32
+  zns repro zraid --fig dbcheck                 db_bench against the drive: fills at c, reads at c / {read_k}
   zns repro zraid --fig 9 --filebench PATH      filebench's own personalities instead of the fio stand-ins
-  sudo zns repro zraid --fig 10 --where here    on a host with ublk";
+  sudo zns repro zraid --fig 10 --where here    on a host with ublk",
+        speeds = guest_speeds_text(),
+        read_k = zns_repro::zraid::dbcheck::READ_CORES,
+    )
+}
 
-const STUDY_HELP: &str = "\
+/// `zns repro zns-study --help`'s text after the options.
+fn study_help() -> String {
+    use zns_repro::study::launch::STUDY_CORES;
+    format!(
+        "\
 Runs real applications on drives served by `zns serve` (docs/zns-study.md):
   levels   db_bench fillseq, fillrandom, readrandom, readseq, overwrite,
            updaterandom (16 B keys, 100 B values, direct I/O) on the study's
@@ -77,15 +106,21 @@ Runs real applications on drives served by `zns serve` (docs/zns-study.md):
            bandwidth: measured and reported).
 On a Linux host with ublk (root) it runs here at full speed; elsewhere zns
 boots the ublk guest (QEMU, TCG, instruction clock) from a znskit source tree
-(--guest-harness) and runs there at --speed F = c / k = 0.194 / 100 (docs/apps.md,
-One dilation for CPU and device), in 8 GiB of guest memory. Output: points.json, levels.csv, tenants.csv, summary.md/.json (the
-study's findings beside ours), levels.png, tenants.png, runs/ (raw reports,
-the servers' --stats).
+(--guest-harness) and runs there at --speed F = c / k = {c} / {k} = {f}
+(docs/apps.md, One dilation for CPU and device), in 8 GiB of guest memory.
+Output: points.json, levels.csv, tenants.csv, summary.md/.json (the
+study's findings beside ours), levels.png, tenants.png, guest.json, runs/
+(raw reports, the servers' --stats).
 
 Examples:
   zns repro zns-study --quick              the smoke (guest: ~4 min; CI: --part levels)
   zns repro zns-study --reps 3             the study (guest: ~35 min)
-  sudo zns repro zns-study --where here    on a host with ublk";
+  sudo zns repro zns-study --where here    on a host with ublk",
+        c = zns_apps::guest::GUEST_CPU_SPEED,
+        k = STUDY_CORES,
+        f = zns_apps::guest::guest_speed(STUDY_CORES),
+    )
+}
 
 #[derive(Subcommand)]
 pub enum ReproCommand {
@@ -136,7 +171,7 @@ pub struct ReproZncacheArgs {
 }
 
 #[derive(Args)]
-#[command(after_help = APP_FIGS_HELP)]
+#[command(after_help = app_figs_help())]
 pub struct ReproZraidArgs {
     /// Figures, comma-separated: 7, 8, waf, 11 (emulated in virtual time);
     /// 9, 10 (applications on served arrays: F2FS, fio, db_bench); dbcheck
@@ -165,9 +200,8 @@ pub struct ReproZraidArgs {
     #[arg(long = "where", default_value = "auto", value_name = "PLACE")]
     place: Where,
     /// Figs. 9, 10 and dbcheck: the served devices' speed factor for every
-    /// run (default 1 here; in the guest each experiment's F = c / k: 0.00194
-    /// for figs. 9 and 10, 0.194 for dbcheck's fills, 0.0060625 for its
-    /// readrandom).
+    /// run (default 1 here; in the guest each experiment's F = c / k, as
+    /// below).
     #[arg(long, value_name = "F")]
     speed: Option<f64>,
     /// The guest's default speeds (F = c / k) with --where here: what the
@@ -298,7 +332,7 @@ fn repro_zraid_cmd(a: ReproZraidArgs) -> Result<ExitCode, CliError> {
 }
 
 #[derive(Args)]
-#[command(after_help = STUDY_HELP)]
+#[command(after_help = study_help())]
 pub struct ReproStudyArgs {
     /// Small databases and drives, one repetition (CI's smoke).
     #[arg(long)]
@@ -310,8 +344,8 @@ pub struct ReproStudyArgs {
     /// guest (the ublk guest under QEMU), auto.
     #[arg(long = "where", default_value = "auto", value_name = "PLACE")]
     place: Where,
-    /// The served drives' speed factor (default 1 here, 0.00194 = c / 100 in
-    /// the guest: docs/apps.md).
+    /// The served drives' speed factor (default 1 here, F = c / k in the
+    /// guest, as below).
     #[arg(long, value_name = "F")]
     speed: Option<f64>,
     /// Repetitions of every run (--quick: 1).

@@ -857,3 +857,23 @@ fn bench_minimal_prints_fio_terse_v3_lines() {
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert!(stdout(&o).starts_with("3;") && stdout(&o).contains("\"jobs\""));
 }
+
+/// `zns repro --help` states the guest's speeds as the constants define
+/// them: c, and each experiment's k and F = c / k (docs/apps.md, "The
+/// defaults"), so a recalibrated c or another k changes the help too.
+#[test]
+fn repro_help_states_the_guests_speeds_from_their_constants() {
+    use zns_apps::guest::{guest_speed, GUEST_CPU_SPEED};
+    use zns_repro::zraid::{apps::FIGS_CORES, dbcheck};
+    let zraid = stdout(&zns(&["repro", "zraid", "--help"])).replace('\n', " ");
+    let c = format!("c = {GUEST_CPU_SPEED}");
+    assert!(zraid.contains(&c), "{c} missing: {zraid}");
+    for k in [FIGS_CORES, dbcheck::FILL_CORES, dbcheck::READ_CORES] {
+        let f = format!("k = {k}, F = {}", guest_speed(k));
+        assert!(zraid.contains(&f), "{f} missing: {zraid}");
+    }
+    let k = zns_repro::study::launch::STUDY_CORES;
+    let study = stdout(&zns(&["repro", "zns-study", "--help"])).replace('\n', " ");
+    let f = format!("F = c / k = {GUEST_CPU_SPEED} / {k} = {}", guest_speed(k));
+    assert!(study.contains(&f), "{f} missing: {study}");
+}
