@@ -43,10 +43,10 @@ fn guest_speeds_text() -> String {
     use zns_repro::zraid::{apps::FIGS_CORES, dbcheck};
     let f = zns_apps::guest::guest_speed;
     format!(
-        "the guest's CPU is c = {c} of one core of the paper's machine, and each
-experiment gets --speed F = c / k, k the cores its workload kept busy there
-(Figs. 9, 10: k = {figs_k}, F = {figs}; dbcheck: the fills k = {fill_k}, F = {fill},
-readrandom k = {read_k}, F = {read}; docs/apps.md)",
+        "the guest's CPU is c = {c} of one core of the paper's machine, and
+each experiment gets --speed F = c / k, k the cores its workload kept busy
+there (Figs. 9, 10: k = {figs_k}, F = {figs}; dbcheck: the fills k = {fill_k},
+F = {fill}, readrandom k = {read_k}, F = {read}; docs/apps.md)",
         c = zns_apps::guest::GUEST_CPU_SPEED,
         figs_k = FIGS_CORES,
         figs = f(FIGS_CORES),
@@ -70,8 +70,9 @@ paper's section 6.4). On a Linux host with ublk (root) they run here at
 full speed; elsewhere zns boots the ublk guest (QEMU, TCG, one vCPU on the
 instruction clock: reruns give the same bytes; ZNSKIT_GUEST_SEED another
 guest) from a znskit source tree (--guest-harness) and runs there with CPU
-and devices slowed alike: {speeds}. Guest memory: 8 GiB for full
-runs (ZNSKIT_GUEST_MEM). Each run records the guest CPU's busy share and
+and devices slowed alike:
+{speeds}.
+Guest memory: 8 GiB for full runs (ZNSKIT_GUEST_MEM). Each run records the guest CPU's busy share and
 the block layer's counters; the summary flags CPU-bound rows. Output: points.csv,
 normalized.csv, fig9.png, fig10.png, summary.md (paper vs ours), guest.json
 and every application's raw report under runs/.
