@@ -61,6 +61,18 @@ pub struct Snapshot {
     block: Vec<(String, Vec<u64>)>,
 }
 
+/// The kernel's uptime in seconds (`/proc/uptime`): in the virtual-time
+/// guest the instruction clock's, so a window timed with it is the same in
+/// every rerun; None where the file cannot be read (not Linux).
+pub fn uptime_s() -> Option<f64> {
+    parse_uptime(&std::fs::read_to_string("/proc/uptime").ok()?)
+}
+
+/// The first field of a `/proc/uptime` text ("12345.67 23456.78").
+pub fn parse_uptime(text: &str) -> Option<f64> {
+    text.split_whitespace().next()?.parse().ok()
+}
+
 /// (busy, idle) ticks of `/proc/stat`'s aggregate `cpu` line.
 pub fn cpu_ticks(proc_stat: &str) -> Option<(u64, u64)> {
     let line = proc_stat.lines().find(|l| l.starts_with("cpu "))?;
@@ -146,6 +158,13 @@ mod tests {
 
     const STAT0: &str = "cpu  741 0 0 7025 0 0 0 0 0 0\ncpu0 741 0 0 7025 0 0 0 0 0 0\n";
     const STAT1: &str = "cpu  3000 10 500 9000 880 100 162 0 0 0\nintr 1\n";
+
+    #[test]
+    fn uptime_is_the_first_field() {
+        assert_eq!(parse_uptime("876.69 851.02\n"), Some(876.69));
+        assert_eq!(parse_uptime(""), None);
+        assert_eq!(parse_uptime("x 1"), None);
+    }
 
     #[test]
     fn busy_share_counts_irq_and_system_and_idles_iowait() {

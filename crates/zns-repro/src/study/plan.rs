@@ -393,8 +393,9 @@ pub struct Capacity {
 /// The drive's bandwidth over a measured window.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Bandwidth {
-    /// The seconds db_bench reports its benchmarks took (wall clock), and
-    /// device seconds (× the speed factor).
+    /// The seconds between the two reads of the counters (A's start to
+    /// B's end, on the kernel's clock: the guest's instruction clock in
+    /// the guest), and device seconds (× the speed factor).
     pub window_s: f64,
     pub device_window_s: f64,
     /// Bytes the block layer moved on the drive's three devices

@@ -334,6 +334,10 @@ fn tenants_measure(
     )?;
     let capacity_start = t.capacity()?;
     let fio_out = work.join(format!("{label}.tenant-a.json"));
+    // the window the counters cover, on the kernel's clock (db_bench's own
+    // seconds leave out its open and close and A's writes around them)
+    let uptime = || zns_apps::load::uptime_s().ok_or_else(|| io("/proc/uptime: unreadable"));
+    let start_s = uptime()?;
     let before = t.sectors()?;
     let tenant_a = match tenancy {
         Tenancy::Shared => {
@@ -348,13 +352,12 @@ fn tenants_measure(
     let args = tenant_b_args(scale, &db);
     let b = run_db_bench(&args);
     let after = t.sectors()?;
+    let window_s = uptime()? - start_s;
     let tenant_a = match tenant_a {
         Some(child) => Some(stop_tenant_a(child, &fio_out)?),
         None => None,
     };
     let (results, out) = b?;
-    // the window is what db_bench reports its benchmarks took (wall clock)
-    let window_s: f64 = results.iter().filter_map(|r| r.seconds).sum();
     let report_file = work.join(format!("{label}.report"));
     std::fs::write(
         &report_file,
