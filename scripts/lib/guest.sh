@@ -38,9 +38,10 @@
 #                                     console, no network) on the clock
 #                                     $guest_clock (guest_clock_args; default
 #                                     wall) for at most LIMIT seconds, console
-#                                     in LOG and every "=== ZNSKIT" line with
-#                                     the host seconds since QEMU started in
-#                                     LOG.times; sets guest_qemu_rc,
+#                                     in LOG and every "=== ZNSKIT" line and
+#                                     every run's progress line ("[ 75 s]
+#                                     [1/15] …") with the host seconds since
+#                                     QEMU started in LOG.times; sets guest_qemu_rc,
 #                                     guest_run_s, guest_boot_s (QEMU start to
 #                                     the first marker)
 #   guest_clock_args CLOCK            the QEMU arguments of a guest clock, one
@@ -454,13 +455,20 @@ guest_f2fs_tools() { # DIR
 }
 
 # -------------------------------------------------------------------- boot
-guest_watch() { # T0 TIMES: copies stdin to stdout; marker lines with host seconds to TIMES
+guest_watch() { # T0 TIMES: copies stdin to stdout; marker and run lines with host seconds to TIMES
     local t0=$1 times=$2 line
+    # a run's progress line from `zns repro --eta always`: "[  75 s] [1/15] …"
+    local run_line='^\[ *[0-9]+ s\] \[[0-9]+/[0-9]+\] '
     : >"$times"
     while IFS= read -r line || [ -n "$line" ]; do
         printf '%s\n' "$line"
         case "$line" in
             *"=== ZNSKIT"*) printf '%s %s\n' "$(guest_elapsed "$t0")" "=== ZNSKIT${line#*=== ZNSKIT}" | tr -d '\r' >>"$times" ;;
+            *)
+                if [[ $line =~ $run_line ]]; then
+                    printf '%s %s\n' "$(guest_elapsed "$t0")" "$line" | tr -d '\r' >>"$times"
+                fi
+                ;;
         esac
     done
 }

@@ -12,7 +12,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::AppError;
+use crate::{host_times, AppError};
 
 /// Where the application runs happen (`--where`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -219,16 +219,24 @@ pub fn run_repro(
         .envs(env.iter().copied())
         .status()
         .map_err(AppError::file(&harness))?;
+    let console = std::env::var("ZNSKIT_GUEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| dir.join("target/guest-serve"))
+        .join("console.log");
     if !status.success() {
-        let log_dir = std::env::var("ZNSKIT_GUEST_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|_| dir.join("target/guest-serve"));
         return Err(AppError::Io(format!(
             "the guest run failed ({status}); its console log is {}",
-            log_dir.join("console.log").display()
+            console.display()
         )));
     }
-    setup.write(out)
+    setup.write(out)?;
+    if let Some((n, host_s)) = host_times::write_csv(&console.with_extension("log.times"), out)? {
+        eprintln!(
+            "zns repro: {n} runs took {host_s:.0} s of host time in the guest (each: {})",
+            out.join("host-times.csv").display()
+        );
+    }
+    Ok(())
 }
 
 /// The guest a run had, as the harness's environment chose it: written

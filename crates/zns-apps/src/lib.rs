@@ -38,6 +38,7 @@ pub mod filebench;
 pub mod fio;
 pub mod guest;
 pub mod host;
+pub mod host_times;
 pub mod load;
 pub mod mount;
 pub mod outfiles;

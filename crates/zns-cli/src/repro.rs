@@ -74,8 +74,9 @@ and devices slowed alike:
 {speeds}.
 Guest memory: 8 GiB for full runs (ZNSKIT_GUEST_MEM). Each run records the guest CPU's busy share and
 the block layer's counters; the summary flags CPU-bound rows. Output: points.csv,
-normalized.csv, fig9.png, fig10.png, summary.md (paper vs ours), guest.json
-and every application's raw report under runs/.
+normalized.csv, fig9.png, fig10.png, summary.md (paper vs ours), every
+application's raw report under runs/; from the guest also guest.json (its
+clock, seed, memory) and host-times.csv (the host seconds each run took).
 
 Examples:
   zns repro zraid --fig 9,10 --quick            the smoke (CI: --fig 9, twice, diffed)
@@ -110,8 +111,9 @@ boots the ublk guest (QEMU, TCG, instruction clock) from a znskit source tree
 (--guest-harness) and runs there at --speed F = c / k = {c} / {k} = {f}
 (docs/apps.md, One dilation for CPU and device), in 8 GiB of guest memory.
 Output: points.json, levels.csv, tenants.csv, summary.md/.json (the
-study's findings beside ours), levels.png, tenants.png, guest.json, runs/
-(raw reports, the servers' --stats).
+study's findings beside ours), levels.png, tenants.png, runs/ (raw
+reports, the servers' --stats); from the guest also guest.json and
+host-times.csv (the host seconds each run took).
 
 Examples:
   zns repro zns-study --quick              the smoke (guest: ~4 min; CI: --part levels)
