@@ -84,7 +84,7 @@ fn the_plan_interleaves_what_is_compared_and_quick_is_one_rep() {
 fn db_bench_runs_have_the_studys_flags() {
     let s = scale(true);
     let inv = level_invocations(&s, "/mnt/db");
-    assert_eq!(inv.len(), 3);
+    assert_eq!(inv.len(), 5);
     for args in &inv {
         assert_eq!(args[0], "--db=/mnt/db");
         for flag in [
@@ -102,8 +102,21 @@ fn db_bench_runs_have_the_studys_flags() {
     }
     assert!(inv[0].contains(&"--benchmarks=fillseq".to_string()));
     assert!(inv[1].contains(&"--benchmarks=fillrandom".to_string()));
-    assert!(inv[2].contains(&"--use_existing_db=1".to_string()));
-    assert!(inv[2].contains(&format!("--reads={}", s.level_reads)));
+    for (i, benchmarks, reads) in [
+        (2, "readrandom", s.level_reads),
+        // readseq scans the whole database, as the study's (a few hundred
+        // keys are the iterator's cold start)
+        (3, "readseq", s.level_keys),
+        (4, "overwrite,updaterandom", s.level_reads),
+    ] {
+        assert!(
+            inv[i].contains(&format!("--benchmarks={benchmarks}")),
+            "{:?}",
+            inv[i]
+        );
+        assert!(inv[i].contains(&"--use_existing_db=1".to_string()));
+        assert!(inv[i].contains(&format!("--reads={reads}")), "{:?}", inv[i]);
+    }
     assert!(!inv[0].iter().any(|a| a.starts_with("--reads")));
     let b = tenant_b_args(&s, "/mnt/b/db");
     for flag in [
