@@ -204,9 +204,8 @@ pub fn run_repro(
     };
     let setup = GuestSetup::of(env);
     eprintln!(
-        "zns repro: no ublk here: running {runs} application runs in the ublk guest (scripts/serve-guest-test, TCG, {} clock, seed {}); results in {}",
+        "zns repro: no ublk here: running {runs} application runs in the ublk guest (scripts/serve-guest-test, TCG, {} clock); results in {}",
         setup.clock,
-        setup.seed,
         out.display()
     );
     let status = std::process::Command::new(&harness)
@@ -246,8 +245,6 @@ pub fn run_repro(
 struct GuestSetup {
     /// `ZNSKIT_GUEST_CLOCK`: virtual (the instruction clock) or wall.
     clock: String,
-    /// `ZNSKIT_GUEST_SEED`: the virtual-time guest's random seed.
-    seed: String,
     /// `ZNSKIT_GUEST_MEM`: the guest's memory (the harness's default when
     /// empty).
     mem: String,
@@ -266,7 +263,6 @@ impl GuestSetup {
         };
         GuestSetup {
             clock: get("ZNSKIT_GUEST_CLOCK", "virtual"),
-            seed: get("ZNSKIT_GUEST_SEED", "1"),
             mem: get(GUEST_MEM_ENV, ""),
             qemu_args: get("ZNSKIT_GUEST_QEMU_ARGS", ""),
         }
