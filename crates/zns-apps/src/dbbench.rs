@@ -14,6 +14,9 @@ use crate::{run, AppError};
 pub struct BenchResult {
     pub benchmark: String,
     pub micros_per_op: f64,
+    /// db_bench's ops/sec, which it truncates to a whole number (at the
+    /// 25 ops/s of a slowed device that is up to 4 %), refined by
+    /// operations / seconds where the line has them (see [`refined_rate`]).
     pub ops_per_sec: f64,
     pub seconds: Option<f64>,
     pub operations: Option<u64>,
@@ -79,17 +82,44 @@ fn parse_summary(line: &str) -> Option<BenchResult> {
         let i = words.iter().position(|w| w.trim_end_matches(';') == unit)?;
         words.get(i.checked_sub(1)?)?.parse().ok()
     };
+    let seconds = before("seconds");
+    let operations = before("operations").map(|v| v as u64);
     Some(BenchResult {
         benchmark: name.to_string(),
         micros_per_op: before("micros/op")?,
-        ops_per_sec: before("ops/sec")?,
-        seconds: before("seconds"),
-        operations: before("operations").map(|v| v as u64),
+        ops_per_sec: refined_rate(before("ops/sec")?, operations, seconds),
+        seconds,
+        operations,
         mb_per_s: before("MB/s"),
         p50_us: None,
         p99_us: None,
         p99_9_us: None,
     })
+}
+
+/// The rate a summary line gives most precisely: db_bench prints
+/// `(long)(operations / elapsed)`, so the rate is in [whole, whole + 1),
+/// and the elapsed seconds to the millisecond, so it is in
+/// [n / (s + 0.0005), n / (s − 0.0005)]; the middle of where the two
+/// intervals meet (the whole number where they do not: a line that
+/// contradicts itself keeps db_bench's rate).
+pub fn refined_rate(whole: f64, operations: Option<u64>, seconds: Option<f64>) -> f64 {
+    const HALF_MS: f64 = 0.0005;
+    let (Some(n), Some(s)) = (operations, seconds) else {
+        return whole;
+    };
+    let n = n as f64;
+    let lo = whole.max(n / (s + HALF_MS));
+    let hi = if s > HALF_MS {
+        (whole + 1.0).min(n / (s - HALF_MS))
+    } else {
+        whole + 1.0
+    };
+    if n > 0.0 && lo <= hi {
+        (lo + hi) / 2.0
+    } else {
+        whole
+    }
 }
 
 fn percentile(line: &str, key: &str) -> Option<f64> {
@@ -121,7 +151,9 @@ readrandom   :     211.677 micros/op 151163 ops/sec 1800.217 seconds 272130000 o
         let r = parse_report(REPORT);
         assert_eq!(r.len(), 2);
         assert_eq!(r[0].benchmark, "fillseq");
-        assert_eq!(r[0].ops_per_sec, 66123.0);
+        // 66123 ops/sec and 100000 operations in 1.512 s (± 0.5 ms: 66116
+        // .. 66159): the rate is in [66123, 66124)
+        assert_eq!(r[0].ops_per_sec, 66123.5);
         assert_eq!(r[0].micros_per_op, 15.123);
         assert_eq!(r[0].operations, Some(100000));
         assert_eq!(r[0].mb_per_s, Some(7.3));
@@ -129,9 +161,22 @@ readrandom   :     211.677 micros/op 151163 ops/sec 1800.217 seconds 272130000 o
         assert_eq!(r[0].p99_us, Some(44.87));
         assert_eq!(r[0].p99_9_us, Some(74.18));
         assert_eq!(r[1].benchmark, "readrandom");
+        // its seconds say 151165 ops/s, its rate 151163: db_bench's rate
         assert_eq!(r[1].ops_per_sec, 151163.0);
         assert_eq!(r[1].mb_per_s, Some(103.2));
         assert_eq!(r[1].p99_us, None);
+    }
+
+    #[test]
+    fn a_slow_rate_is_not_truncated_to_a_whole_number() {
+        // a served device at F = c / 100: 25 ops/sec is 25.267
+        let line = "readrandom   :   39576.535 micros/op 25 ops/sec 39.577 seconds 1000 operations;    0.0 MB/s (617 of 1000 found)";
+        let r = parse_summary(line).unwrap();
+        assert!((r.ops_per_sec - 25.2672).abs() < 1e-3, "{}", r.ops_per_sec);
+        // without seconds and operations, db_bench's own figure
+        assert_eq!(refined_rate(25.0, None, Some(39.577)), 25.0);
+        // a line that contradicts itself keeps it too
+        assert_eq!(refined_rate(30.0, Some(1000), Some(39.577)), 30.0);
     }
 
     #[test]

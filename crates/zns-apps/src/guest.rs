@@ -245,6 +245,9 @@ pub fn run_repro(
 struct GuestSetup {
     /// `ZNSKIT_GUEST_CLOCK`: virtual (the instruction clock) or wall.
     clock: String,
+    /// `ZNSKIT_GUEST_PAD_KIB`: KiB of padding in the initramfs (another
+    /// guest for the same experiment; 0: none).
+    pad_kib: String,
     /// `ZNSKIT_GUEST_MEM`: the guest's memory (the harness's default when
     /// empty).
     mem: String,
@@ -263,6 +266,7 @@ impl GuestSetup {
         };
         GuestSetup {
             clock: get("ZNSKIT_GUEST_CLOCK", "virtual"),
+            pad_kib: get("ZNSKIT_GUEST_PAD_KIB", "0"),
             mem: get(GUEST_MEM_ENV, ""),
             qemu_args: get("ZNSKIT_GUEST_QEMU_ARGS", ""),
         }

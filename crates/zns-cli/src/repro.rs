@@ -68,14 +68,15 @@ db_bench FILLSEQ, FILLRANDOM, OVERWRITE over RAIZN+, Z, Z+S, Z+S+M, ZRAID;
 with the arrays' own counters (flash WAF, partial parity, PP-log GC: the
 paper's section 6.4). On a Linux host with ublk (root) they run here at
 full speed; elsewhere zns boots the ublk guest (QEMU, TCG, one vCPU on the
-instruction clock: reruns give the same bytes) from a znskit source tree
-(--guest-harness) and runs there with CPU and devices slowed alike:
+instruction clock: reruns give the same bytes; ZNSKIT_GUEST_PAD_KIB=N
+another guest, for the spread a run is one sample of) from a znskit source
+tree (--guest-harness) and runs there with CPU and devices slowed alike:
 {speeds}.
 Guest memory: 8 GiB for full runs (ZNSKIT_GUEST_MEM). Each run records the guest CPU's busy share and
 the block layer's counters; the summary flags CPU-bound rows. Output: points.csv,
 normalized.csv, fig9.png, fig10.png, summary.md (paper vs ours), every
 application's raw report under runs/; from the guest also guest.json (its
-clock, memory) and host-times.csv (the host seconds each run took).
+clock, padding, memory) and host-times.csv (the host seconds each run took).
 
 Examples:
   zns repro zraid --fig 9,10 --quick            the smoke (CI: --fig 9, twice, diffed)
