@@ -117,7 +117,7 @@ host-times.csv (the host seconds each run took).
 
 Examples:
   zns repro zns-study --quick              the smoke (guest: ~4 min; CI: --part levels)
-  zns repro zns-study --reps 3             the study (guest: ~35 min)
+  zns repro zns-study --reps 1             the study (guest: ~15 min; deterministic: one repetition)
   sudo zns repro zns-study --where here    on a host with ublk",
         c = zns_apps::guest::GUEST_CPU_SPEED,
         k = STUDY_CORES,
