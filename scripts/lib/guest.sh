@@ -430,7 +430,11 @@ guest_f2fs_tools() { # DIR
     # builds (nothing else differed: 40 bytes of the initramfs) gave
     # application results 0.1-1.9 % apart on the instruction clock, where
     # two guests with the same build gave the same bytes (docs/apps.md)
-    flags=()
+    # and without compression support, as Debian's (its build has neither
+    # liblz4-dev nor liblzo2-dev; configure takes them when they are
+    # installed, and f2fs-tools 1.15's lz4 code does not build with
+    # bookworm's lz4 1.9.4): configure's cached answers say they are absent
+    flags=(ac_cv_lib_lz4_main=no ac_cv_lib_lzo2_main=no)
     for f in CFLAGS CPPFLAGS LDFLAGS; do
         flags+=("$f=$(DEB_BUILD_MAINT_OPTIONS=hardening=+all dpkg-buildflags --get "$f")")
     done
