@@ -12,7 +12,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::{host_times, AppError};
+use crate::{host_times, outfiles, AppError};
 
 /// Where the application runs happen (`--where`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -273,9 +273,7 @@ impl GuestSetup {
     }
 
     fn write(&self, out: &Path) -> Result<(), AppError> {
-        let path = out.join("guest.json");
-        let text = serde_json::to_string_pretty(self).map_err(|e| AppError::Io(e.to_string()))?;
-        std::fs::write(&path, text + "\n").map_err(AppError::file(&path))
+        outfiles::write_json(out, "guest.json", self).map(drop)
     }
 }
 

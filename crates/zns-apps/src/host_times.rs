@@ -11,7 +11,7 @@
 
 use std::path::Path;
 
-use crate::AppError;
+use crate::{outfiles, AppError};
 
 /// One run's host time.
 #[derive(Debug, Clone, PartialEq)]
@@ -91,8 +91,7 @@ pub fn write_csv(times: &Path, out: &Path) -> Result<Option<(usize, f64)>, AppEr
             r.host_s
         );
     }
-    let path = out.join("host-times.csv");
-    std::fs::write(&path, csv).map_err(AppError::file(&path))?;
+    outfiles::write(out, "host-times.csv", csv)?;
     Ok(Some((runs.len(), runs.iter().map(|r| r.host_s).sum())))
 }
 
