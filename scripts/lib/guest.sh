@@ -508,12 +508,27 @@ guest_watch() { # T0 TIMES: copies stdin to stdout; marker and run lines with ho
 #   threads at host-timed instructions): the harness puts what the guest
 #   reads into the initramfs and writes /out back through 9p only after
 #   the last measurement (ZNSKIT_GUEST_SHARE in scripts/serve-guest-test).
+# - a race in QEMU between its two threads, seen only on a loaded host
+#   (CI's two guests side by side once; two guests beside three busy
+#   loops): the vCPU thread marks the CPU halted inside the translated
+#   code, without a lock, and counts the instructions it ran into the
+#   clock only after leaving it; a main-loop thread that looks in between
+#   sees an idle CPU and a clock up to 65 535 instructions behind, and
+#   `sleep=off` jumps it to the next timer from there: that timer then
+#   fires late by those instructions, and the run goes another way (read
+#   in QEMU 10's icount code, not instrumented). `rr=record` (QEMU's
+#   record/replay, recording to /dev/null) makes the two threads take
+#   turns under the replay lock, which the vCPU thread holds from
+#   budgeting its instructions to counting them: with it, four runs
+#   beside three busy loops were the same bytes, where without it two
+#   were not (docs/apps.md, "The guest in virtual time"). The record
+#   itself is not kept: the lock is what the harness needs, not a replay.
 # wall: the host's clock (the guest's CPU as fast as TCG runs it, two
 # vCPUs in two host threads); for a quick functional check.
 guest_clock_args() { # CLOCK
     case "$1" in
         virtual)
-            printf '%s\n' -icount shift=0,sleep=off,align=off -smp 1 \
+            printf '%s\n' -icount shift=0,sleep=off,align=off,rr=record,rrfile=/dev/null -smp 1 \
                 -rtc base=2026-01-01T00:00:00,clock=vm -cpu max,-rdrand,-rdseed,-erms,-fsrm \
                 -seed 1
             ;;
