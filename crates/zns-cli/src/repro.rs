@@ -40,16 +40,19 @@ written (checked before anything runs).";
 /// F = c / k, from the constants that define them (docs/apps.md, "The
 /// defaults: F = c / k for each experiment").
 fn guest_speeds_text() -> String {
-    use zns_repro::zraid::{apps::FIGS_CORES, dbcheck};
+    use zns_repro::zraid::{apps, dbcheck};
     let f = zns_apps::guest::guest_speed;
     format!(
         "the guest's CPU is c = {c} of one core of the paper's machine, and
 each experiment gets --speed F = c / k, k the cores its workload kept busy
-there (Figs. 9, 10: k = {figs_k}, F = {figs}; dbcheck: the fills k = {fill_k},
-F = {fill}, readrandom k = {read_k}, F = {read}; docs/apps.md)",
+there (Fig. 9: k = {fig9_k}, F = {fig9}; Fig. 10: k = {fig10_k}, F = {fig10};
+dbcheck: the fills k = {fill_k}, F = {fill}, readrandom k = {read_k},
+F = {read}; docs/apps.md)",
         c = zns_apps::guest::GUEST_CPU_SPEED,
-        figs_k = FIGS_CORES,
-        figs = f(FIGS_CORES),
+        fig9_k = apps::FIG9_CORES,
+        fig9 = f(apps::FIG9_CORES),
+        fig10_k = apps::FIG10_CORES,
+        fig10 = f(apps::FIG10_CORES),
         fill_k = dbcheck::FILL_CORES,
         fill = f(dbcheck::FILL_CORES),
         read_k = dbcheck::READ_CORES,

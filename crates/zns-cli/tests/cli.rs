@@ -864,11 +864,16 @@ fn bench_minimal_prints_fio_terse_v3_lines() {
 #[test]
 fn repro_help_states_the_guests_speeds_from_their_constants() {
     use zns_apps::guest::{guest_speed, GUEST_CPU_SPEED};
-    use zns_repro::zraid::{apps::FIGS_CORES, dbcheck};
+    use zns_repro::zraid::{apps, dbcheck};
     let zraid = stdout(&zns(&["repro", "zraid", "--help"])).replace('\n', " ");
     let c = format!("c = {GUEST_CPU_SPEED}");
     assert!(zraid.contains(&c), "{c} missing: {zraid}");
-    for k in [FIGS_CORES, dbcheck::FILL_CORES, dbcheck::READ_CORES] {
+    for k in [
+        apps::FIG9_CORES,
+        apps::FIG10_CORES,
+        dbcheck::FILL_CORES,
+        dbcheck::READ_CORES,
+    ] {
         let f = format!("k = {k}, F = {}", guest_speed(k));
         assert!(zraid.contains(&f), "{f} missing: {zraid}");
     }

@@ -41,8 +41,9 @@ pub struct ZraidAppOptions {
     pub quick: bool,
     /// Repetitions of every point.
     pub reps: u32,
-    /// `zns serve --speed`: the devices run at this fraction of real time.
-    pub speed: f64,
+    /// `zns serve --speed` of each figure's runs: the devices run at this
+    /// fraction of real time.
+    pub speeds: FigSpeeds,
     /// The members' profile (a built-in name or a TOML file).
     pub member: String,
     /// Zones per member (`zns serve --zones`).
@@ -61,12 +62,54 @@ pub struct ZraidAppOptions {
     pub programs: Programs,
 }
 
+/// The served devices' speed factor (`zns serve --speed`) of each figure.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct FigSpeeds {
+    pub fig9: f64,
+    pub fig10: f64,
+}
+
+impl FigSpeeds {
+    /// One speed for both figures (`--speed F`).
+    pub fn all(speed: f64) -> FigSpeeds {
+        FigSpeeds {
+            fig9: speed,
+            fig10: speed,
+        }
+    }
+
+    /// The speed of `fig`'s runs.
+    pub fn of(&self, fig: AppFig) -> f64 {
+        match fig {
+            AppFig::Fig9 => self.fig9,
+            AppFig::Fig10 => self.fig10,
+        }
+    }
+
+    /// The speeds of `figs`, as the reports say them: `--speed F`, or one
+    /// per figure when they differ.
+    pub fn describe(&self, figs: &[AppFig]) -> String {
+        let mut speeds: Vec<(AppFig, f64)> = figs.iter().map(|&f| (f, self.of(f))).collect();
+        speeds.dedup_by(|a, b| a.1 == b.1);
+        match speeds.as_slice() {
+            [(_, s)] => format!("--speed {s}"),
+            _ => speeds
+                .iter()
+                .map(|(f, s)| format!("{} at --speed {s}", fig_title(*f)))
+                .collect::<Vec<_>>()
+                .join(", "),
+        }
+    }
+}
+
 /// What must match for a series to resume another: the serve options, the
-/// members, the metadata profile and the workloads' scale (the number of
-/// repetitions may grow).
+/// figures' speeds, the members, the metadata profile and the workloads'
+/// scale (the number of repetitions may grow).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 struct SeriesOptions {
+    /// `zns serve`'s options but the speed.
     serve_args: Vec<String>,
+    speeds: FigSpeeds,
     member: String,
     meta: String,
     quick: bool,
@@ -116,15 +159,30 @@ struct Case {
     measured: Option<&'static str>,
 }
 
-/// k of Figs. 9 and 10 (F = c / k in the guest; docs/apps.md, "One
-/// dilation for CPU and device"): the cores their workloads kept busy on
-/// the paper's machine. The paper does not say, and Fig. 9's personalities
-/// run 16-211 threads, Fig. 10's db_bench 4 threads and 16 background jobs:
-/// k is the one at which the guest's CPU stops bounding them, measured on
-/// Fig. 9 OLTP (guest CPU 99 % busy at c, 95 % at c / 10, 51-53 % at
-/// c / 100, where ZRAID / RAIZN+ became 1.081) and fileserver 4 KiB (86 % at
-/// c / 10, 25-27 % at c / 100).
-pub const FIGS_CORES: f64 = 100.0;
+/// k of Fig. 9 (F = c / k in the guest; docs/apps.md, "One dilation for
+/// CPU and device"): the cores its workloads kept busy on the paper's
+/// machine. The paper does not say, and its personalities run 16-211
+/// threads: k is the one at which the guest's CPU stops bounding them,
+/// measured on OLTP (guest CPU 99 % busy at c, 95 % at c / 10, 51-53 % at
+/// c / 100, where ZRAID / RAIZN+ became 1.081) and fileserver 4 KiB (86 %
+/// at c / 10, 25-27 % at c / 100).
+pub const FIG9_CORES: f64 = 100.0;
+
+/// k of Fig. 10, chosen the same way: db_bench's 4 threads and 16
+/// background jobs with the paper's 8 000-byte values kept the guest's CPU
+/// 79-95 % busy at c / 100 (every run but one CPU-bound, ZRAID / RAIZN+
+/// 1.003) and 8-12 % at c / 1000 (1.113); the guest spends 510-910 µs of CPU
+/// an operation at c / 100, against 55 µs for the calibration's 100-byte
+/// fillrandom (docs/apps.md, "Fig. 10 device-bound").
+pub const FIG10_CORES: f64 = 1000.0;
+
+/// k of each figure.
+pub fn fig_cores(fig: AppFig) -> f64 {
+    match fig {
+        AppFig::Fig9 => FIG9_CORES,
+        AppFig::Fig10 => FIG10_CORES,
+    }
+}
 
 const FIG9_VARIANTS: [&str; 3] = ["raizn", "raizn+", "zraid"];
 const FIG10_VARIANTS: [&str; 5] = ["raizn+", "z", "z+s", "z+s+m", "zraid"];
@@ -255,6 +313,14 @@ fn cases(fig: AppFig, quick: bool) -> Vec<Case> {
             }
             v
         }
+    }
+}
+
+/// The figure as the paper names it.
+fn fig_title(fig: AppFig) -> &'static str {
+    match fig {
+        AppFig::Fig9 => "Fig. 9",
+        AppFig::Fig10 => "Fig. 10",
     }
 }
 
@@ -418,39 +484,57 @@ pub fn run_count(opts: &ZraidAppOptions) -> usize {
     plan(opts).len()
 }
 
-/// The `zns serve` options of every run.
-fn serve_args(opts: &ZraidAppOptions) -> Vec<String> {
-    vec![
-        "--zones".into(),
-        opts.member_zones.to_string(),
-        "--speed".into(),
-        opts.speed.to_string(),
-    ]
+/// The `zns serve` options of every run but the speed.
+fn zones_args(opts: &ZraidAppOptions) -> Vec<String> {
+    vec!["--zones".into(), opts.member_zones.to_string()]
+}
+
+/// The `zns serve` options of `fig`'s runs.
+fn serve_args(opts: &ZraidAppOptions, fig: AppFig) -> Vec<String> {
+    let mut args = zones_args(opts);
+    args.extend(["--speed".into(), opts.speeds.of(fig).to_string()]);
+    args
 }
 
 /// The speed check (zns_apps::calibrate) on a ZRAID array of the members, at
-/// the figures' speed; written to `out_dir/calibration.{json,csv}`.
+/// each speed the figures run at (one check when they share it); written
+/// to `out_dir/calibration.{json,csv}`.
 pub fn calibrate_speed(
     opts: &ZraidAppOptions,
     progress: &mut dyn FnMut(&str),
 ) -> Result<Vec<Calibration>, AppError> {
     let array = format!("raid:{MEMBERS}x{},variant=zraid", opts.member);
-    progress(&format!(
-        "speed check: fio through the served {array} at --speed {} against zns bench",
-        opts.speed
-    ));
     let dir = opts.out_dir.join("runs");
     std::fs::create_dir_all(&dir).map_err(AppError::file(&dir))?;
     let runtime_s = if opts.quick { 5 } else { 15 };
-    let cal = calibrate(
-        &opts.zns,
-        &array,
-        &serve_args(opts),
-        opts.speed,
-        runtime_s,
-        &dir.join("calibration.serve.json"),
-    )
-    .map_err(|e| e.context("speed check"))?;
+    let mut cal = Vec::new();
+    let mut checked: Vec<f64> = Vec::new();
+    for &fig in &opts.figs {
+        let speed = opts.speeds.of(fig);
+        if checked.contains(&speed) {
+            continue;
+        }
+        progress(&format!(
+            "speed check: fio through the served {array} at --speed {speed} against zns bench"
+        ));
+        // (the first check keeps the name runs from before per-figure
+        // speeds used)
+        let stats = match checked.is_empty() {
+            true => dir.join("calibration.serve.json"),
+            false => dir.join(format!("calibration-{}.serve.json", fig_name(fig))),
+        };
+        checked.push(speed);
+        let c = calibrate(
+            &opts.zns,
+            &array,
+            &serve_args(opts, fig),
+            speed,
+            runtime_s,
+            &stats,
+        )
+        .map_err(|e| e.context("speed check"))?;
+        cal.extend(c);
+    }
     let mut csv = Table::new([
         "job",
         "target",
@@ -512,14 +596,16 @@ pub fn run(
     opts: &ZraidAppOptions,
     progress: &mut dyn FnMut(&str),
 ) -> Result<Vec<AppPoint>, AppError> {
-    let env = RunEnv {
+    let env_of = |fig| RunEnv {
         zns: opts.zns.clone(),
         work_dir: opts.out_dir.join("runs"),
-        serve_args: serve_args(opts),
+        serve_args: serve_args(opts, fig),
     };
+    let work_dir = opts.out_dir.join("runs");
     let meta = meta_profile(opts)?;
     let series = SeriesOptions {
-        serve_args: env.serve_args.clone(),
+        serve_args: zones_args(opts),
+        speeds: opts.speeds,
         member: opts.member.clone(),
         meta: opts.meta.clone(),
         quick: opts.quick,
@@ -529,21 +615,30 @@ pub fn run(
         ],
     };
     if opts.resume {
-        match outfiles::read_json::<SeriesOptions>(&env.work_dir, "series.json") {
+        let said = work_dir.join("series.json");
+        match outfiles::read_json::<SeriesOptions>(&work_dir, "series.json") {
             Ok(earlier) if earlier != series => {
                 return Err(AppError::Invalid(format!(
                     "--resume: {} holds runs of other options ({earlier:?}, now {series:?}): use another --out or drop --resume",
-                    env.work_dir.display()
+                    work_dir.display()
                 )))
             }
             Ok(_) => {}
+            // (written by a zns from before the figures had their own
+            // speeds, or damaged: which options its runs had is unknown)
+            Err(e) if said.exists() => {
+                return Err(AppError::Invalid(format!(
+                    "--resume: cannot tell which options the runs in {} had ({e}): use another --out or drop --resume",
+                    work_dir.display()
+                )))
+            }
             Err(_) => progress(&format!(
                 "--resume: {} does not say which options its runs had (no series.json): keeping the runs that finished, assuming they had these",
-                env.work_dir.display()
+                work_dir.display()
             )),
         }
     }
-    outfiles::write_json(&env.work_dir, "series.json", &series)?;
+    outfiles::write_json(&work_dir, "series.json", &series)?;
     let runs = plan(opts);
     if !opts.resume {
         // a fresh series: what an earlier one left under these names must
@@ -551,7 +646,7 @@ pub fn run(
         for (case, variant, rep) in &runs {
             let label = run_label(case, variant, *rep);
             for ext in ["report", "serve.json"] {
-                let _ = std::fs::remove_file(env.work_dir.join(format!("{label}.{ext}")));
+                let _ = std::fs::remove_file(work_dir.join(format!("{label}.{ext}")));
             }
         }
     }
@@ -561,6 +656,7 @@ pub fn run(
         let fig = fig_name(case.fig);
         let array = format!("raid:{MEMBERS}x{},variant={variant}", opts.member);
         let label = run_label(&case, variant, rep);
+        let env = env_of(case.fig);
         let kept = opts
             .resume
             .then(|| earlier_run(&env, &case.workload, &label))
@@ -1315,7 +1411,7 @@ mod tests {
             figs: vec![AppFig::Fig9, AppFig::Fig10],
             quick: true,
             reps: 3,
-            speed: 0.01,
+            speeds: FigSpeeds::all(0.01),
             member: "zn540".into(),
             member_zones: 32,
             meta: "zn540-cns".into(),
@@ -1334,5 +1430,83 @@ mod tests {
         };
         // (5 fileserver sizes + oltp + varmail) x 3 variants + 3 x 5, x 3 reps
         assert_eq!(run_count(&full), (7 * 3 + 3 * 5) * 3);
+    }
+
+    /// Each figure runs at its own speed (its serve options, the summary's
+    /// words), and one check per distinct speed.
+    #[test]
+    fn each_figure_runs_at_its_own_speed() {
+        let opts = ZraidAppOptions {
+            figs: vec![AppFig::Fig9, AppFig::Fig10],
+            quick: true,
+            reps: 1,
+            speeds: FigSpeeds {
+                fig9: 0.00194,
+                fig10: 0.000194,
+            },
+            member: "zn540".into(),
+            member_zones: 32,
+            meta: "zn540-cns".into(),
+            out_dir: PathBuf::from("/tmp/x"),
+            zns: PathBuf::from("zns"),
+            resume: false,
+            programs: Programs::default(),
+        };
+        assert_eq!(
+            serve_args(&opts, AppFig::Fig10),
+            ["--zones", "32", "--speed", "0.000194"]
+        );
+        assert_eq!(serve_args(&opts, AppFig::Fig9)[3], "0.00194");
+        assert_eq!(
+            opts.speeds.describe(&opts.figs),
+            "Fig. 9 at --speed 0.00194, Fig. 10 at --speed 0.000194"
+        );
+        assert_eq!(opts.speeds.describe(&[AppFig::Fig10]), "--speed 0.000194");
+        let one = FigSpeeds::all(0.01);
+        assert_eq!(one.describe(&opts.figs), "--speed 0.01");
+    }
+
+    /// `--resume` refuses runs of other speeds, and runs whose options it
+    /// cannot read (a series.json from before the figures had their own
+    /// speeds), before anything runs.
+    #[test]
+    fn resume_refuses_other_speeds_and_unreadable_series() {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = ZraidAppOptions {
+            figs: vec![AppFig::Fig10],
+            quick: true,
+            reps: 1,
+            speeds: FigSpeeds::all(0.01),
+            member: "zn540".into(),
+            member_zones: 32,
+            meta: "zn540-cns".into(),
+            out_dir: dir.path().to_path_buf(),
+            // never started: the check comes first
+            zns: dir.path().join("no-such-zns"),
+            resume: true,
+            programs: Programs::default(),
+        };
+        let runs = dir.path().join("runs");
+        std::fs::create_dir_all(&runs).unwrap();
+        let mut series = SeriesOptions {
+            serve_args: zones_args(&opts),
+            speeds: FigSpeeds::all(0.02),
+            member: opts.member.clone(),
+            meta: opts.meta.clone(),
+            quick: true,
+            programs: stand_ins(),
+        };
+        let said = runs.join("series.json");
+        std::fs::write(&said, serde_json::to_string(&series).unwrap()).unwrap();
+        let e = run(&opts, &mut |_| {}).unwrap_err().to_string();
+        assert!(e.contains("holds runs of other options"), "{e}");
+        // the older form: --speed among the serve options, no speeds
+        series.speeds = opts.speeds;
+        let mut old = serde_json::to_value(&series).unwrap();
+        old.as_object_mut().unwrap().remove("speeds");
+        old["serve_args"] = serde_json::json!(["--zones", "32", "--speed", "0.01"]);
+        std::fs::write(&said, old.to_string()).unwrap();
+        let e = run(&opts, &mut |_| {}).unwrap_err().to_string();
+        assert!(e.contains("cannot tell which options"), "{e}");
     }
 }

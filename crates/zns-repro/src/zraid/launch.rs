@@ -10,7 +10,7 @@ use zns_apps::guest::{self, Where};
 use zns_apps::programs::{Programs, DB_BENCH_FLAG, FILEBENCH_FLAG, GUEST_PROGRAMS_ENV};
 use zns_apps::AppError;
 
-use super::apps::{self as zraid, AppFig, AppPoint, ZraidAppOptions};
+use super::apps::{self as zraid, AppFig, AppPoint, FigSpeeds, ZraidAppOptions};
 use super::dbcheck::{self, DbCheckOptions};
 use crate::experiments;
 
@@ -102,12 +102,20 @@ fn speed_of(a: &AppFigOptions, cores: f64) -> f64 {
     }
 }
 
-fn app_options(a: &AppFigOptions, speed: f64, out_dir: PathBuf, zns: PathBuf) -> ZraidAppOptions {
+/// The speed of each figure's runs ([`speed_of`] its k).
+fn fig_speeds(a: &AppFigOptions) -> FigSpeeds {
+    FigSpeeds {
+        fig9: speed_of(a, zraid::fig_cores(AppFig::Fig9)),
+        fig10: speed_of(a, zraid::fig_cores(AppFig::Fig10)),
+    }
+}
+
+fn app_options(a: &AppFigOptions, out_dir: PathBuf, zns: PathBuf) -> ZraidAppOptions {
     ZraidAppOptions {
         figs: a.figs.clone(),
         quick: a.quick,
         reps: a.reps,
-        speed,
+        speeds: fig_speeds(a),
         member: a.member.clone(),
         member_zones: a.member_zones,
         meta: String::new(),
@@ -119,12 +127,7 @@ fn app_options(a: &AppFigOptions, speed: f64, out_dir: PathBuf, zns: PathBuf) ->
 }
 
 fn run_here(a: &AppFigOptions, progress: &mut dyn FnMut(&str)) -> Result<String, AppError> {
-    let mut opts = app_options(
-        a,
-        speed_of(a, zraid::FIGS_CORES),
-        a.out.clone(),
-        this_zns()?,
-    );
+    let mut opts = app_options(a, a.out.clone(), this_zns()?);
     opts.meta = "zn540-cns".into();
     std::fs::create_dir_all(&a.out)
         .map_err(|e| AppError::Io(format!("--out {}: {e}", a.out.display())))?;
@@ -153,7 +156,8 @@ fn run_here(a: &AppFigOptions, progress: &mut dyn FnMut(&str)) -> Result<String,
     if !a.figs.is_empty() {
         let points = zraid::run(&opts, progress)?;
         text += "\n";
-        text += &outputs(&points, &a.out, a.plots, &format!("--speed {}", opts.speed))?;
+        let how = opts.speeds.describe(&opts.figs);
+        text += &outputs(&points, &a.out, a.plots, &how)?;
     }
     Ok(text)
 }
@@ -202,7 +206,6 @@ fn run_in_guest(a: &AppFigOptions) -> Result<String, AppError> {
         std::fs::write(&csv, measured_dbbench_csv()?)
             .map_err(|e| AppError::Io(format!("the drive's db_bench data: {e}")))?;
     }
-    let speed = speed_of(a, zraid::FIGS_CORES);
     let member = guest::profile_arg(&a.member, &out, "member")?;
     let mut args = format!(
         "zraid --fig {} --where here --out /out --reps {} --member {} --member-zones {} --eta always --no-plots",
@@ -233,7 +236,8 @@ fn run_in_guest(a: &AppFigOptions) -> Result<String, AppError> {
     let _ = std::fs::remove_file(out.join("points.json"));
     let _ = std::fs::remove_file(out.join("calibration.json"));
     let _ = std::fs::remove_file(out.join("dbcheck.json"));
-    let runs = zraid::run_count(&app_options(a, speed, out.clone(), PathBuf::new()));
+    let opts = app_options(a, out.clone(), PathBuf::new());
+    let runs = zraid::run_count(&opts);
     // (the db_bench check is worth a few runs of time)
     let runs = runs + if a.dbcheck { 5 } else { 0 };
     let mut env = guest::guest_mem_env(a.quick);
@@ -256,7 +260,10 @@ fn run_in_guest(a: &AppFigOptions) -> Result<String, AppError> {
             &points,
             &out,
             a.plots,
-            &format!("in the ublk guest under TCG, --speed {speed}"),
+            &format!(
+                "in the ublk guest under TCG, {}",
+                opts.speeds.describe(&opts.figs)
+            ),
         )?;
     }
     Ok(text)
