@@ -10,7 +10,10 @@ use zns_core::{
 use zns_sim::timing::{HostStack, MediaOp};
 
 use super::faults::PendingWrite;
-use super::{check_conv_range, media_op_for, store_status, submit_gc, Controller, NsState, State};
+use super::{
+    check_conv_range, finish_commit, media_op_for, store_status, submit_gc, Controller, NsState,
+    State,
+};
 use crate::profile::ConventionalConfig;
 use crate::store::StoreKind;
 
@@ -321,7 +324,13 @@ impl Controller {
                 );
             }
             for change in &effect.changes {
-                let op = media_op_for(ns, cmd, change, &cfg, zones.zone_start_lba(change.zone));
+                let zone_start = zones.zone_start_lba(change.zone);
+                if cmd.action == zns_core::ZoneAction::Finish {
+                    if let Some(commit) = finish_commit(ns, change, &cfg, zone_start) {
+                        st.flash.submit(now_ns, stack, &commit);
+                    }
+                }
+                let op = media_op_for(ns, cmd, change, &cfg, zone_start);
                 t = t.max(st.flash.submit(now_ns, stack, &op));
                 if cmd.action == zns_core::ZoneAction::Reset && change.to == ZoneState::Empty {
                     let start = zones.zone_start_lba(change.zone);

@@ -619,6 +619,24 @@ fn store_status(e: StoreError) -> NvmeError {
     }
 }
 
+/// The commit of a ZRWA's data a Finish makes (`change.committed`): the
+/// data goes to the zone's flash ahead of the filler (ZoneChange's
+/// `committed`: from the WP to the end of the highest ZRWA write).
+fn finish_commit(
+    ns: u32,
+    change: &ZoneChange,
+    cfg: &ZonedConfig,
+    zone_start: u64,
+) -> Option<MediaOp> {
+    let lba_bytes = cfg.lba_bytes as u64;
+    change.committed.map(|(from, to)| MediaOp::ZrwaCommit {
+        ns,
+        zone: change.zone,
+        zone_offset_bytes: (from - zone_start) * lba_bytes,
+        bytes: (to - from) * lba_bytes,
+    })
+}
+
 fn media_op_for(
     ns: u32,
     cmd: ZoneSendCmd,
@@ -635,10 +653,15 @@ fn media_op_for(
     match cmd.action {
         zns_core::ZoneAction::Open { .. } => MediaOp::Open { ns, zone },
         zns_core::ZoneAction::Close | zns_core::ZoneAction::Offline => MediaOp::Close { ns, zone },
+        // a ZRWA's data is committed by the Finish (`finish_commit`): the
+        // filler starts above it, not at the write pointer
         zns_core::ZoneAction::Finish => MediaOp::Finish {
             ns,
             zone,
-            written_bytes: change.written_lbas * lba_bytes,
+            written_bytes: change
+                .committed
+                .map_or(change.written_lbas, |(_, to)| to - zone_start)
+                * lba_bytes,
             capacity_bytes: cfg.zone_capacity_lbas * lba_bytes,
         },
         zns_core::ZoneAction::Reset => MediaOp::Reset {
