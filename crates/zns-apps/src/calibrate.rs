@@ -93,6 +93,23 @@ fn run_jobs(program: &str, label: &str, args: &[String]) -> Result<Vec<FioResult
         .collect()
 }
 
+/// The least device time each job of the check covers: at a low F the
+/// served run is stretched to it (at c / 1000 a 15 s window was 2.9 ms of
+/// device time, about 190 of the writes at QD 8, and the writes in flight
+/// when fio stops went unmeasured: writes 0.889; at c / 100, 29 ms: 1.022).
+pub const CHECK_MIN_DEVICE_S: f64 = 0.025;
+
+/// The served run's seconds for a check of `runtime_s` at `speed`: at
+/// least [`CHECK_MIN_DEVICE_S`] of device time.
+pub fn served_runtime_s(runtime_s: u32, speed: f64) -> u32 {
+    let needed = (CHECK_MIN_DEVICE_S / speed).ceil();
+    if needed > f64::from(runtime_s) {
+        needed.min(f64::from(u32::MAX)) as u32
+    } else {
+        runtime_s
+    }
+}
+
 /// The device time `runtime_s` seconds of a served run are at `speed`, as
 /// a fio `--runtime` in whole microseconds (at least one).
 fn device_runtime(runtime_s: u32, speed: f64) -> String {
@@ -105,7 +122,8 @@ fn mib_per_s(r: &FioResult) -> f64 {
 }
 
 /// Serves `target` with `serve_args` (which set the speed `speed`), runs
-/// the jobs through it with fio for `runtime_s` seconds, then the same jobs
+/// the jobs through it with fio for `runtime_s` seconds (stretched to
+/// [`CHECK_MIN_DEVICE_S`] of device time: [`served_runtime_s`]), then the same jobs
 /// with `zns bench` in virtual time for the device time those seconds are
 /// at F (`runtime_s` × F): both sides then ask the device for the same
 /// work. A device's throughput depends on how much was written (its write
@@ -122,6 +140,7 @@ pub fn calibrate(
     runtime_s: u32,
     stats: &Path,
 ) -> Result<Vec<Calibration>, AppError> {
+    let runtime_s = served_runtime_s(runtime_s, speed);
     let mut args = vec![target.to_string()];
     args.extend(serve_args.iter().cloned());
     let server = Server::start(zns, &args, stats)?;
@@ -163,5 +182,18 @@ mod tests {
         assert_eq!(device_runtime(5, 0.00194), "9700us");
         assert_eq!(device_runtime(15, 1.0), "15000000us");
         assert_eq!(device_runtime(1, 1e-9), "1us");
+    }
+
+    #[test]
+    fn a_low_speed_stretches_the_served_run_to_the_least_device_time() {
+        // c / 100 and faster: the asked seconds (15 s x 0.00194 = 29 ms)
+        assert_eq!(served_runtime_s(15, 0.00194), 15);
+        assert_eq!(served_runtime_s(5, 0.00194), 13);
+        assert_eq!(served_runtime_s(15, 0.01), 15);
+        assert_eq!(served_runtime_s(5, 1.0), 5);
+        // c / 1000: 129 s, 25 ms of device time
+        assert_eq!(served_runtime_s(15, 0.000194), 129);
+        assert_eq!(device_runtime(129, 0.000194), "25026us");
+        assert_eq!(served_runtime_s(15, 1e-12), u32::MAX);
     }
 }
