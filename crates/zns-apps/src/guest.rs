@@ -128,7 +128,8 @@ const REPRO_SCRIPT: &str = "scripts/guest/repro";
 
 /// Host seconds allowed per application run in the guest (its time limit;
 /// `ZNSKIT_GUEST_TIMEOUT` overrides the total): Fig. 10's runs at its
-/// F = c / 1000 took 4-6 host minutes each on a loaded 2-core host.
+/// F = c / 1000 took 2-7.5 host minutes each beside another guest on a
+/// 2-core host.
 const GUEST_RUN_HOST_S: usize = 600;
 
 /// Host seconds the guest gets besides its runs (boot, build, copy-back).
