@@ -102,12 +102,8 @@ pub const CHECK_MIN_DEVICE_S: f64 = 0.025;
 /// The served run's seconds for a check of `runtime_s` at `speed`: at
 /// least [`CHECK_MIN_DEVICE_S`] of device time.
 pub fn served_runtime_s(runtime_s: u32, speed: f64) -> u32 {
-    let needed = (CHECK_MIN_DEVICE_S / speed).ceil();
-    if needed > f64::from(runtime_s) {
-        needed.min(f64::from(u32::MAX)) as u32
-    } else {
-        runtime_s
-    }
+    // (`as` saturates at u32::MAX)
+    f64::from(runtime_s).max((CHECK_MIN_DEVICE_S / speed).ceil()) as u32
 }
 
 /// The device time `runtime_s` seconds of a served run are at `speed`, as

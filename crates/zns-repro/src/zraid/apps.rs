@@ -519,9 +519,10 @@ pub fn calibrate_speed(
         ));
         // (the first check keeps the name runs from before per-figure
         // speeds used)
-        let stats = match checked.is_empty() {
-            true => dir.join("calibration.serve.json"),
-            false => dir.join(format!("calibration-{}.serve.json", fig_name(fig))),
+        let stats = if checked.is_empty() {
+            dir.join("calibration.serve.json")
+        } else {
+            dir.join(format!("calibration-{}.serve.json", fig_name(fig)))
         };
         checked.push(speed);
         let c = calibrate(
@@ -1408,12 +1409,12 @@ mod tests {
         assert!((n[0].normalized - 1.0).abs() < 1e-9);
     }
 
-    #[test]
-    fn the_plan_interleaves_variants_and_quick_is_small() {
-        let opts = ZraidAppOptions {
+    /// Quick options of both figures at one speed, 32 zones per member.
+    fn quick_options() -> ZraidAppOptions {
+        ZraidAppOptions {
             figs: vec![AppFig::Fig9, AppFig::Fig10],
             quick: true,
-            reps: 3,
+            reps: 1,
             speeds: FigSpeeds::all(0.01),
             member: "zn540".into(),
             member_zones: 32,
@@ -1422,6 +1423,14 @@ mod tests {
             zns: PathBuf::from("zns"),
             resume: false,
             programs: Programs::default(),
+        }
+    }
+
+    #[test]
+    fn the_plan_interleaves_variants_and_quick_is_small() {
+        let opts = ZraidAppOptions {
+            reps: 3,
+            ..quick_options()
         };
         let runs = plan(&opts);
         assert_eq!(runs.len(), 3 + 5);
@@ -1440,20 +1449,11 @@ mod tests {
     #[test]
     fn each_figure_runs_at_its_own_speed() {
         let opts = ZraidAppOptions {
-            figs: vec![AppFig::Fig9, AppFig::Fig10],
-            quick: true,
-            reps: 1,
             speeds: FigSpeeds {
                 fig9: 0.00194,
                 fig10: 0.000194,
             },
-            member: "zn540".into(),
-            member_zones: 32,
-            meta: "zn540-cns".into(),
-            out_dir: PathBuf::from("/tmp/x"),
-            zns: PathBuf::from("zns"),
-            resume: false,
-            programs: Programs::default(),
+            ..quick_options()
         };
         assert_eq!(
             serve_args(&opts, AppFig::Fig10),
@@ -1477,17 +1477,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let opts = ZraidAppOptions {
             figs: vec![AppFig::Fig10],
-            quick: true,
-            reps: 1,
-            speeds: FigSpeeds::all(0.01),
-            member: "zn540".into(),
-            member_zones: 32,
-            meta: "zn540-cns".into(),
             out_dir: dir.path().to_path_buf(),
             // never started: the check comes first
             zns: dir.path().join("no-such-zns"),
             resume: true,
-            programs: Programs::default(),
+            ..quick_options()
         };
         let runs = dir.path().join("runs");
         std::fs::create_dir_all(&runs).unwrap();
